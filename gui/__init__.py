@@ -1,1 +1,30 @@
-"""gui package."""
+"""GUI environments (gymnasium), registered by string entry point.
+
+Importing ``gui`` registers the env ids and loads nothing else: no PIL, no renderer, no
+emulator. ``gymnasium.make("vlagent/GroundingSynthetic-v0", level="widgets")`` builds one.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+
+_ENVS: dict[str, tuple[str, dict[str, object]]] = {
+    "vlagent/GroundingSynthetic-v0": (
+        "gui.grounding.env:make_synthetic_env",
+        {"level": "basic"},
+    ),
+    "vlagent/GroundingScreenSpot-v0": ("gui.grounding.env:make_screenspot_env", {}),
+}
+
+for _env_id, (_entry_point, _kwargs) in _ENVS.items():
+    if _env_id not in gymnasium.registry:
+        gymnasium.register(id=_env_id, entry_point=_entry_point, kwargs=dict(_kwargs))
+
+
+def registered_env_ids() -> tuple[str, ...]:
+    """Ids of the envs this package registers with gymnasium.
+
+    >>> registered_env_ids()
+    ('vlagent/GroundingSynthetic-v0', 'vlagent/GroundingScreenSpot-v0')
+    """
+    return tuple(_ENVS)

@@ -85,8 +85,8 @@ def draw_prediction(
         draw.rectangle(_to_px(box_norm, width, height), outline=colour, width=line)
     if point_norm is not None:
         x, y = as_point(point_norm)
-        x = min(max(x, 0.0), 1.0) * (width - 1)
-        y = min(max(y, 0.0), 1.0) * (height - 1)
+        x = min(max(x * width, 0.0), width - 1.0)
+        y = min(max(y * height, 0.0), height - 1.0)
         r = max(4, round(min(width, height) / 40))
         draw.ellipse((x - r, y - r, x + r, y + r), outline=colour, width=line)
         draw.line((x - 1.6 * r, y, x + 1.6 * r, y), fill=colour, width=line)
@@ -95,7 +95,9 @@ def draw_prediction(
         return np.asarray(canvas).copy()
     size = max(10, round(min(width, height) / 16))
     strip = Image.new("RGB", (width, round(size * 2)), _CAPTION_BG)
-    ImageDraw.Draw(strip).text((size // 2, size), caption, font=_font(size), fill=_CAPTION_FG, anchor="lm")
+    ImageDraw.Draw(strip).text(
+        (size // 2, size), caption, font=_font(size), fill=_CAPTION_FG, anchor="lm"
+    )
     out = Image.new("RGB", (width, height + strip.height))
     out.paste(canvas, (0, 0))
     out.paste(strip, (0, height))
@@ -103,7 +105,10 @@ def draw_prediction(
 
 
 def tile_images(
-    images: Sequence[np.ndarray], cols: int, pad: int = 4, fill: tuple[int, int, int] = (255, 255, 255)
+    images: Sequence[np.ndarray],
+    cols: int,
+    pad: int = 4,
+    fill: tuple[int, int, int] = (255, 255, 255),
 ) -> np.ndarray:
     """Arrange images in a grid, row by row, each cell as large as the largest image.
 
