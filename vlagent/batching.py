@@ -1,0 +1,217 @@
+"""Prompt batches for Qwen-VL policies: chat rendering, processor calls, completion handling.
+
+Everything goes through the checkpoint's own processor and chat template, so the token layout is
+the one the model family expects (image pads expanded to one per visual token, M-RoPE inputs,
+``mm_token_type_ids``). Shapes: B prompts, P prompt length (left padded), T completion length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from perception_tools.geometry import Frame, ImageSize, frame_for
+
+
+@dataclasses.dataclass
+class PromptBatch:
+    """Processor outputs for B single-image prompts plus each sample's coordinate frame.
+
+    Attributes:
+        inputs: ``input_ids`` [B, P], ``attention_mask`` [B, P], ``mm_token_type_ids`` [B, P],
+            ``pixel_values`` [sum of patches, D], ``image_grid_thw`` [B, 3].
+        frames: per prompt, original and resized image sizes (for the codec).
+    """
+
+    inputs: dict[str, torch.Tensor]
+    frames: list[Frame]
+
+    def __len__(self) -> int:
+        return int(self.inputs["input_ids"].shape[0])
+
+    def to(self, device: str | torch.device) -> PromptBatch:
+        return PromptBatch({k: v.to(device) for k, v in self.inputs.items()}, self.frames)
+
+
+def image_frame(processor: Any, width: int, height: int) -> Frame:
+    """The frame (original and resized size) the processor will use for a width×height image."""
+    ip = processor.image_processor
+    size = ip.size
+    min_pixels = size["shortest_edge"] if "shortest_edge" in size else size["min_pixels"]
+    max_pixels = size["longest_edge"] if "longest_edge" in size else size["max_pixels"]
+    return frame_for(
+        ImageSize(width=width, height=height),
+        factor=int(ip.patch_size) * int(ip.merge_size),
+        min_pixels=int(min_pixels),
+        max_pixels=int(max_pixels),
+    )
+
+
+def user_message(instruction: str, system: str | None = None) -> list[dict[str, Any]]:
+    """Chat messages for one screenshot followed by one instruction."""
+    msgs: list[dict[str, Any]] = []
+    if system:
+        msgs.append({"role": "system", "content": [{"type": "text", "text": system}]})
+    msgs.append(
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": instruction}]}
+    )
+    return msgs
+
+
+def encode_prompts(
+    processor: Any,
+    images: Sequence[np.ndarray],
+    instructions: Sequence[str],
+    system: str | None = None,
+) -> PromptBatch:
+    """Render and tokenize B (screenshot, instruction) prompts with generation prompts added.
+
+    Args:
+        processor: the policy's Qwen-VL processor (left padding).
+        images: B uint8 arrays H×W×3 (sizes may differ).
+        instructions: B instruction strings.
+        system: optional system prompt.
+    """
+    from PIL import Image
+
+    if len(images) != len(instructions):
+        raise ValueError(f"{len(images)} images but {len(instructions)} instructions")
+    texts = [
+        processor.apply_chat_template(
+            user_message(i, system), add_generation_prompt=True, tokenize=False
+        )
+        for i in instructions
+    ]
+    pil = [Image.fromarray(np.asarray(im, dtype=np.uint8)) for im in images]
+    enc = processor(text=texts, images=pil, return_tensors="pt", padding=True)
+    frames = [image_frame(processor, im.width, im.height) for im in pil]
+    return PromptBatch(inputs=dict(enc), frames=frames)
+
+
+def _image_rows(grid_thw: torch.Tensor) -> list[int]:
+    """Number of ``pixel_values`` rows each image owns: t·h·w patches."""
+    return [int(n) for n in grid_thw.prod(dim=-1).tolist()]
+
+
+def repeat_prompts(batch: PromptBatch, group_size: int) -> PromptBatch:
+    """Repeat each prompt ``group_size`` times in place order: [p0, p0, …, p1, p1, …].
+
+    Returns:
+        A batch of B·G prompts; ``pixel_values`` rows are repeated per image.
+    """
+    g = group_size
+    inp = batch.inputs
+    out = {
+        k: inp[k].repeat_interleave(g, dim=0)
+        for k in ("input_ids", "attention_mask", "mm_token_type_ids")
+        if k in inp
+    }
+    out["image_grid_thw"] = inp["image_grid_thw"].repeat_interleave(g, dim=0)
+    chunks = torch.split(inp["pixel_values"], _image_rows(inp["image_grid_thw"]), dim=0)
+    out["pixel_values"] = torch.cat([c for c in chunks for _ in range(g)], dim=0)
+    frames = [f for f in batch.frames for _ in range(g)]
+    return PromptBatch(out, frames)
+
+
+def completion_mask(
+    completion_ids: torch.Tensor, eos_ids: Sequence[int], pad_id: int
+) -> torch.Tensor:
+    """1 on completion tokens up to and including the first eos; 0 after it and on padding.
+
+    Args:
+        completion_ids: [B, T] generated token ids.
+    Returns:
+        [B, T] float mask.
+    """
+    is_eos = torch.zeros_like(completion_ids, dtype=torch.bool)
+    for e in eos_ids:
+        is_eos |= completion_ids == e
+    # Tokens strictly after the first eos: the running count of eos before this position is > 0.
+    after = (is_eos.cumsum(dim=1) - is_eos.long()) > 0
+    mask = ~after
+    if pad_id not in eos_ids:
+        mask &= completion_ids != pad_id
+    return mask.float()
+
+
+def join_completions(
+    prompts: PromptBatch, completion_ids: torch.Tensor, mask: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Model inputs for prompt + completion (for a teacher-forced forward pass).
+
+    Args:
+        prompts: B prompts (left padded, length P).
+        completion_ids: [B, T]; mask: [B, T] (1 on real completion tokens).
+    Returns:
+        Model kwargs with sequences of length P + T. Positions (M-RoPE) are recomputed by the
+        model from ``input_ids`` and ``mm_token_type_ids`` since no cache is passed.
+    """
+    inp = prompts.inputs
+    out = dict(inp)
+    out["input_ids"] = torch.cat([inp["input_ids"], completion_ids], dim=1)
+    out["attention_mask"] = torch.cat(
+        [inp["attention_mask"], mask.to(inp["attention_mask"].dtype)], dim=1
+    )
+    if "mm_token_type_ids" in inp:
+        zeros = torch.zeros_like(completion_ids, dtype=inp["mm_token_type_ids"].dtype)
+        out["mm_token_type_ids"] = torch.cat([inp["mm_token_type_ids"], zeros], dim=1)
+    return out
+
+
+VISION_PLACEHOLDERS = (
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+)
+
+
+def forbidden_token_ids(tokenizer: Any) -> list[int]:
+    """Vision placeholder ids: a completion that contained one would be read as an image slot
+    by the next forward pass (features/tokens mismatch), so the policy may never emit them."""
+    unk = tokenizer.unk_token_id
+    ids = {tokenizer.convert_tokens_to_ids(t) for t in VISION_PLACEHOLDERS}
+    return sorted(i for i in ids if i is not None and i != unk and i >= 0)
+
+
+def mask_logits(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
+    """Set forbidden vocabulary entries to -inf (the policy's distribution excludes them)."""
+    if not forbidden:
+        return logits
+    logits = logits.clone()
+    logits[..., list(forbidden)] = float("-inf")
+    return logits
+
+
+def completion_logprobs(
+    model: Any,
+    prompts: PromptBatch,
+    completion_ids: torch.Tensor,
+    mask: torch.Tensor,
+    temperature: float = 1.0,
+    forbidden: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """Per-token log-probabilities of ``completion_ids`` under ``model`` (teacher forcing).
+
+    Args:
+        model: a Qwen-VL ``*ForConditionalGeneration``.
+        prompts: B prompts; completion_ids, mask: [B, T].
+        temperature: logits are divided by it (match the sampler's temperature).
+        forbidden: token ids excluded from the distribution (``forbidden_token_ids``), exactly as
+            the sampler excluded them.
+    Returns:
+        [B, T] log-probs (zero where ``mask`` is 0).
+    """
+    t = completion_ids.shape[1]
+    kwargs = join_completions(prompts, completion_ids, mask)
+    # Only the last T+1 positions' logits are needed: avoids a [B, P+T, V] tensor for big vocabs.
+    out = model(**kwargs, logits_to_keep=t + 1, use_cache=False)
+    logits = mask_logits(out.logits[:, :-1, :].float(), forbidden) / temperature  # [B, T, V]
+    logp = torch.log_softmax(logits, dim=-1)
+    tok = logp.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [B, T]
+    return tok * mask

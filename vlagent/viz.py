@@ -1,0 +1,88 @@
+"""Pictures a person looks at: annotated sample rollouts and accuracy plots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perception_tools.annotate import draw_prediction, tile_images
+
+
+def save_png(image: np.ndarray, path: str | Path) -> Path:
+    """Write a uint8 H×W×3 array as PNG (through a temp file, then rename)."""
+    import os
+    import tempfile
+
+    from PIL import Image
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    Image.fromarray(image).save(tmp, format="PNG")
+    os.replace(tmp, path)
+    return path
+
+
+def annotate_records(task: Any, records: Sequence[Any], cols: int = 4) -> np.ndarray:
+    """A grid of screenshots with target (green) and predicted point/box drawn.
+
+    Args:
+        task: a ``GroundingTask`` (to fetch each record's screenshot and target).
+        records: objects with ``key``, ``point_norm``, ``box_norm``, ``hit``, ``text``.
+    """
+    tiles = []
+    for r in records:
+        sample = task.sample(r.key)
+        caption = f"{sample.instruction} -> {r.text.strip()[:40]}"
+        tiles.append(
+            draw_prediction(
+                sample.image,
+                sample.target_box_norm,
+                point_norm=r.point_norm,
+                box_norm=r.box_norm,
+                caption=caption,
+                hit=r.hit,
+            )
+        )
+    return tile_images(tiles, cols=cols)
+
+
+def plot_accuracy(
+    rows: dict[str, float], baselines: dict[str, float], path: str | Path, title: str
+) -> Path:
+    """Bar chart of held-out accuracy per stage with baseline lines; saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
+    names = list(rows)
+    vals = [100 * rows[n] for n in names]
+    bars = ax.bar(
+        names, vals, color=["#999999", "#4C72B0", "#DD8452", "#55A868", "#8172B3"][: len(names)]
+    )
+    for b, v in zip(bars, vals, strict=True):
+        ax.text(b.get_x() + b.get_width() / 2, v + 1, f"{v:.1f}", ha="center", fontsize=9)
+    styles = iter(["--", ":", "-."])
+    for name, v in baselines.items():
+        ax.axhline(
+            100 * v,
+            linestyle=next(styles),
+            color="black",
+            linewidth=1,
+            label=f"{name} {100 * v:.1f}",
+        )
+    ax.set_ylabel("held-out accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
