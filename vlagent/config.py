@@ -222,6 +222,19 @@ class TrainConfig:
         )
 
 
+def _dict_fields(schema: type, prefix: str = "") -> list[str]:
+    """Dotted paths of the mapping-valued fields of a (nested) config dataclass."""
+    import typing
+
+    out = []
+    for name, hint in typing.get_type_hints(schema).items():
+        if dataclasses.is_dataclass(hint):
+            out += _dict_fields(hint, f"{prefix}{name}.")
+        elif typing.get_origin(hint) is dict or hint is dict:
+            out.append(prefix + name)
+    return out
+
+
 def load_config(
     path: str | Path | None = None, overrides: Sequence[str] = (), schema: type = TrainConfig
 ) -> Any:
@@ -231,23 +244,38 @@ def load_config(
         ConfigError: the file is missing or not YAML, a key is unknown, a value has the wrong
             type, or a field is out of range; the message names the file and the dotted key.
     """
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     base = OmegaConf.structured(schema)
+    replace_paths = _dict_fields(schema)
     where = "defaults"
     try:
+        sources = []
         if path is not None:
             where = str(path)
             p = Path(path)
             if not p.is_file():
                 raise ConfigError(f"config file {where} does not exist")
-            base = OmegaConf.merge(base, OmegaConf.load(p))
+            loaded = OmegaConf.load(p)
+            if not isinstance(loaded, DictConfig):
+                raise ConfigError(f"config file {where} must hold a mapping of sections, got a list")
+            sources.append((where, loaded, replace_paths))
         for item in overrides:
-            where = f"override {item!r}"
             if "=" not in item:
                 raise ConfigError(f"override {item!r} must look like key=value (e.g. grpo.lr=1e-5)")
-            base = OmegaConf.merge(base, OmegaConf.from_dotlist([item]))
+            key = item.split("=", 1)[0].strip()
+            replaced = [key] if key in replace_paths else []
+            sources.append((f"override {item!r}", OmegaConf.from_dotlist([item]), replaced))
+        for where, src, replaced in sources:
+            base = OmegaConf.merge(base, src)
+            # A mapping-valued field (e.g. task.reward) written whole is replaced, not merged key
+            # by key: {point_in_box: 1.0} must not silently keep the default's other terms.
+            # A dotted override into it (task.reward.format=0.3) updates that one key.
+            for dotted in replaced:
+                value = OmegaConf.select(src, dotted, default=None)
+                if value is not None:
+                    OmegaConf.update(base, dotted, value, merge=False)
         return OmegaConf.to_object(base)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"

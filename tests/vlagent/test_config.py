@@ -65,3 +65,11 @@ def test_yaml_that_is_not_a_mapping(tmp_path):
     f.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="list.yaml"):
         load_config(f)
+
+
+def test_mapping_fields_are_replaced_whole_but_dotted_keys_update(tmp_path):
+    f = tmp_path / "r.yaml"
+    f.write_text("task:\n  reward: {iou: 1.0}\n")
+    assert load_config(f).task.reward == {"iou": 1.0}
+    cfg = load_config(f, ["task.reward.format=0.2"])
+    assert cfg.task.reward == {"iou": 1.0, "format": 0.2}
