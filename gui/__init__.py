@@ -14,6 +14,10 @@ _ENVS: dict[str, tuple[str, dict[str, object]]] = {
         {"level": "basic"},
     ),
     "vlagent/GroundingScreenSpot-v0": ("gui.grounding.env:make_screenspot_env", {}),
+    "vlagent/Phone-v0": ("gui.apps.env:make_phone_env", {}),
+    "vlagent/PhoneDesktop-v0": ("gui.apps.env:make_phone_desktop_env", {}),
+    "vlagent/AndroidFake-v0": ("gui.apps.android_env:make_android_fake_env", {}),
+    "vlagent/AndroidSynthetic-v0": ("gui.apps.android_env:make_android_synthetic_env", {}),
 }
 
 for _env_id, (_entry_point, _kwargs) in _ENVS.items():
@@ -24,7 +28,7 @@ for _env_id, (_entry_point, _kwargs) in _ENVS.items():
 def registered_env_ids() -> tuple[str, ...]:
     """Ids of the envs this package registers with gymnasium.
 
-    >>> registered_env_ids()
+    >>> registered_env_ids()[:2]
     ('vlagent/GroundingSynthetic-v0', 'vlagent/GroundingScreenSpot-v0')
     """
     return tuple(_ENVS)

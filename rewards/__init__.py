@@ -21,6 +21,17 @@ from rewards.grounding import (
     iou_reward,
     point_in_box,
 )
+from rewards.tool_use import (
+    TOOL_TERMS,
+    ToolRewardConfig,
+    curiosity_bonus,
+    episode_reward,
+    group_tool_rates,
+    tool_bonus,
+    tool_call_penalty,
+    zoom_contains_target,
+    zoom_evidence_iou,
+)
 from rewards.types import (
     Prediction,
     RewardError,
@@ -52,4 +63,13 @@ __all__ = [
     "point_in_box",
     "score",
     "score_many",
+    "TOOL_TERMS",
+    "ToolRewardConfig",
+    "curiosity_bonus",
+    "episode_reward",
+    "group_tool_rates",
+    "tool_bonus",
+    "tool_call_penalty",
+    "zoom_contains_target",
+    "zoom_evidence_iou",
 ]

@@ -29,6 +29,7 @@ def _config_path(value: str | None, default: str | None) -> Path | None:
 
 
 def _add_config_args(p: argparse.ArgumentParser, default: str | None) -> None:
+    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     p.add_argument(
         "--config", default=None, help=f"YAML config file or name in configs/ (default: {default})"
     )
@@ -42,6 +43,10 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     cfg = load_config(_config_path(args.config, "quickstart"), args.overrides)
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     summaries = run_seeds(cfg, seeds) if seeds else [run_quickstart(cfg)]
+    if args.json:
+        from vlagent.io import atomic_write_json
+
+        atomic_write_json(args.json, {"command": " ".join(sys.argv), "summaries": summaries})
     sys.stdout.write(print_summary(summaries, cfg.run.out_dir))
     return 0
 
@@ -59,6 +64,23 @@ def cmd_train(args: argparse.Namespace, recipe: str | None = None) -> int:
         from vlagent.train.grpo import run_grpo
 
         result = run_grpo(cfg)
+    if args.json:
+        from vlagent.io import atomic_write_json
+        from vlagent.train.outputs import read_metrics
+
+        curve = [
+            {
+                "step": r["step"],
+                "train_seconds": r["train_seconds"],
+                **{k: v for k, v in r.items() if k.startswith("val/")},
+            }
+            for r in read_metrics(Path(cfg.run.out_dir) / "metrics.jsonl", cfg.recipe)
+            if "val/accuracy" in r
+        ]
+        atomic_write_json(
+            args.json,
+            {"command": " ".join(sys.argv), "result": result.__dict__, "val_curve": curve},
+        )
     sys.stdout.write(json.dumps(result.__dict__, indent=2) + "\n")
     return 0
 
@@ -157,9 +179,14 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    from gui.errors import GuiError
+    from perception_tools.geometry import GeometryError
+    from rewards import RewardError
+    from sim.errors import SimError
+
     try:
         return int(args.func(args))
-    except VlagentError as exc:
+    except (VlagentError, GuiError, SimError, RewardError, GeometryError) as exc:
         sys.stderr.write(f"vlagent: error: {exc}\n")
         return 2
 

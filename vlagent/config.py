@@ -259,7 +259,9 @@ def load_config(
                 raise ConfigError(f"config file {where} does not exist")
             loaded = OmegaConf.load(p)
             if not isinstance(loaded, DictConfig):
-                raise ConfigError(f"config file {where} must hold a mapping of sections, got a list")
+                raise ConfigError(
+                    f"config file {where} must hold a mapping of sections, got a list"
+                )
             sources.append((where, loaded, replace_paths))
         for item in overrides:
             if "=" not in item:
@@ -267,7 +269,8 @@ def load_config(
             key = item.split("=", 1)[0].strip()
             replaced = [key] if key in replace_paths else []
             sources.append((f"override {item!r}", OmegaConf.from_dotlist([item]), replaced))
-        for where, src, replaced in sources:
+        for label, src, replaced in sources:
+            where = label  # named in the error message if this layer fails
             base = OmegaConf.merge(base, src)
             # A mapping-valued field (e.g. task.reward) written whole is replaced, not merged key
             # by key: {point_in_box: 1.0} must not silently keep the default's other terms.

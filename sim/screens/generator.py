@@ -9,6 +9,7 @@ from PIL import Image, ImageDraw
 
 from sim.errors import ScreenGenerationError
 from sim.screens.desktop import plan_desktop
+from sim.screens.hires import plan_hires
 from sim.screens.instruction import pick_instruction
 from sim.screens.layout import BoxPx, ElementSpec, Plan, boxes_overlap, plan_free
 from sim.screens.level import ScreenLevel, get_level
@@ -20,7 +21,7 @@ from sim.screens.widgets import draw_decor, draw_element
 MAX_ATTEMPTS = 25
 """Re-plans allowed before giving up on a seed (a plan fails when no target can be named)."""
 
-_PLANNERS = {"free": plan_free, "phone": plan_phone, "desktop": plan_desktop}
+_PLANNERS = {"free": plan_free, "phone": plan_phone, "desktop": plan_desktop, "hires": plan_hires}
 _NOISE_VARIANTS = 2
 
 

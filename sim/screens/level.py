@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from sim.errors import ScreenLevelError
+from sim.screens.hires_vocab import HIRES_LABELS
 from sim.screens.palette import PALETTE, SATURATED
 from sim.screens.vocab import (
     FIELD_LABELS,
@@ -19,7 +20,7 @@ from sim.screens.vocab import (
     TOGGLE_LABELS,
 )
 
-LayoutName = Literal["free", "phone", "desktop"]
+LayoutName = Literal["free", "phone", "desktop", "hires"]
 Kind = Literal["shape", "button", "icon", "toggle", "text_field", "list_row", "tab"]
 Reference = Literal["colour", "shape", "text", "icon", "position", "relation"]
 Background = Literal["plain", "gradient", "noise"]
@@ -44,7 +45,7 @@ REFERENCE_NEEDS: dict[str, frozenset[str]] = {
 
 
 # Structured layouts spend elements on chrome (bars, tabs, window controls) before content.
-_LAYOUT_MIN_ELEMENTS: dict[str, int] = {"free": 1, "phone": 4, "desktop": 12}
+_LAYOUT_MIN_ELEMENTS: dict[str, int] = {"free": 1, "phone": 4, "desktop": 12, "hires": 2}
 
 
 def _fail(field: str, message: str) -> ScreenLevelError:
@@ -85,7 +86,9 @@ class ScreenLevel:
     """Extra ``(width, height)`` sizes drawn uniformly together with ``(width, height)``."""
     layout: LayoutName = "free"
     """``free``: elements anywhere; ``phone``: status/app/tab bars around stacked rows;
-    ``desktop``: title, menu and tool bars, sidebar and a dense form."""
+    ``desktop``: title, menu and tool bars, sidebar and a dense form; ``hires``: a window with
+    a ribbon and an inspector full of tiny identical buttons or texture glyphs
+    (:mod:`sim.screens.hires`)."""
     n_elements: tuple[int, int] = (1, 1)
     """Inclusive range of the number of elements; placement may yield fewer."""
     kinds: tuple[Kind, ...] = ("shape",)
@@ -215,6 +218,33 @@ LEVELS: dict[str, ScreenLevel] = {
         references=("text", "icon", "relation", "colour", "position"),
         backgrounds=("plain",),
         verbs=("Click", "Select"),
+    ),
+    # "Thinking with images": targets that a 448x252 (~113k px) view cannot resolve, a zoom can.
+    "hires_tiny": ScreenLevel(
+        name="hires_tiny",
+        width=2560,
+        height=1440,
+        layout="hires",
+        n_elements=(96, 160),
+        kinds=("button",),
+        size_frac=(0.018, 0.024),
+        colours=("white",),
+        distinct_colours=False,
+        references=("text",),
+        text_labels=HIRES_LABELS,
+        verbs=("Click", "Select"),
+    ),
+    "hires_tiny_small": ScreenLevel(
+        name="hires_tiny_small",
+        width=1280,
+        height=736,
+        layout="hires",
+        n_elements=(12, 32),
+        kinds=("icon",),
+        size_frac=(0.018, 0.024),
+        distinct_colours=False,
+        references=("icon",),
+        verbs=("Click",),
     ),
 }
 """Named presets, from the quickstart's ``basic`` (one coloured shape on 224x224) up."""

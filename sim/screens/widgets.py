@@ -5,6 +5,7 @@ from __future__ import annotations
 from PIL import ImageDraw
 
 from sim.screens.fonts import font, font_size_for, text_width
+from sim.screens.hires import GLYPH_STYLE, draw_glyph
 from sim.screens.icons import draw_icon
 from sim.screens.layout import DecorRect, DecorText, ElementSpec
 from sim.screens.palette import BORDER, INK, MUTED_INK, PALETTE, RGB, SURFACE, ink_on
@@ -121,7 +122,9 @@ def draw_element(draw: ImageDraw.ImageDraw, spec: ElementSpec, background: RGB) 
         background: the screen's base colour (behind icons that sit on the screen itself).
     """
     rgb = PALETTE[spec.colour]
-    if spec.kind == "icon":
+    if spec.style == GLYPH_STYLE:
+        draw_glyph(draw, spec)
+    elif spec.kind == "icon":
         _icon(draw, spec, rgb, background)
     else:
         _DRAW[spec.kind](draw, spec, rgb)

@@ -21,7 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-import gui
 from sim.screens import generate_screen
 
 
@@ -71,10 +70,6 @@ def make(tmp_path: Path) -> Callable[..., gymnasium.Env]:
         return gymnasium.make(env_id, **kwargs)
 
     return _make
-
-
-def test_every_registered_env_has_a_case() -> None:
-    assert set(gui.registered_env_ids()) == set(CASES)
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -172,14 +172,13 @@ def test_synthetic_source_caches_recent_samples() -> None:
 
 
 def test_gui_import_is_light_and_registers_ids() -> None:
-    assert gui.registered_env_ids() == (
-        "vlagent/GroundingSynthetic-v0",
-        "vlagent/GroundingScreenSpot-v0",
+    assert {"vlagent/GroundingSynthetic-v0", "vlagent/GroundingScreenSpot-v0"} <= set(
+        gui.registered_env_ids()
     )
     assert all(env_id in gymnasium.registry for env_id in gui.registered_env_ids())
     code = (
         "import sys, gui; heavy = [m for m in ('PIL', 'sim.screens.generator', 'gui.grounding', "
-        "'torch') if m in sys.modules]; print(heavy)"
+        "'torch', 'android_env', 'sim.phone') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

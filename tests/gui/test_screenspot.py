@@ -13,7 +13,12 @@ from PIL import Image
 from gui.errors import GroundingDataError, GroundingEnvError
 from gui.grounding import ScreenSpotSource
 
-REAL = Path("/work/shared/data/screenspot_v2/screenspot_desktop_v2.json")
+REAL = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "screenspot_v2"
+    / "screenspot_desktop_v2.json"
+)
 needs_real = pytest.mark.skipif(not REAL.is_file(), reason=f"fixture {REAL} is not here")
 
 

@@ -18,7 +18,15 @@ from sim.screens.level import KINDS, REFERENCE_NEEDS, REFERENCES
 from sim.screens.palette import PALETTE
 from sim.screens.vocab import ICON_NAMES, SHAPES
 
-SEEDS = {"basic": 60, "basic2": 60, "shapes": 60, "widgets": 25, "desktop_hires": 6}
+SEEDS = {
+    "basic": 60,
+    "basic2": 60,
+    "shapes": 60,
+    "widgets": 25,
+    "desktop_hires": 6,
+    "hires_tiny": 6,
+    "hires_tiny_small": 40,
+}
 TEXT_KINDS = {"button", "text_field", "list_row", "tab"}
 
 
@@ -63,6 +71,8 @@ def _resolve(screen: Screen) -> list[int]:
         best = min(group, key=lambda i: sign * _centre(els[i], axis))
         ties = [i for i in group if abs(_centre(els[i], axis) - _centre(els[best], axis)) < 0.02]
         return ties if len(group) > 1 else []
+    if m := re.fullmatch(r"the (\w+) (\w+) icon\.", body):
+        return [i for i, e in enumerate(els) if e.kind == "icon" and e.label == f"{m[1]} {m[2]}"]
     if m := re.fullmatch(r"the (\w+) icon\.", body):
         if m[1] in PALETTE:
             return [i for i, e in enumerate(els) if e.kind == "icon" and e.colour == m[1]]

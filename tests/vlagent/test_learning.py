@@ -21,17 +21,43 @@ from vlagent.train.sft import run_sft
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK = REPO / "configs" / "quickstart.yaml"
-COMMON = ["run.progress=false", "run.samples_every=0", "run.checkpoint_every=0", "eval.every=0",
-          "eval.monitor_screens=300", "run.threads=2", "sft.max_seconds=0", "grpo.max_seconds=0"]
+COMMON = [
+    "run.progress=false",
+    "run.samples_every=0",
+    "run.checkpoint_every=0",
+    "eval.every=0",
+    "eval.monitor_screens=300",
+    "run.threads=2",
+    "sft.max_seconds=0",
+    "grpo.max_seconds=0",
+]
 
 
 @pytest.mark.slow
 def test_grpo_improves_heldout_accuracy_over_sft(tmp_path):
-    sft_cfg = load_config(QUICK, [f"model.path={tmp_path / 'model'}", f"run.out_dir={tmp_path / 'sft'}",
-                                  "recipe=sft", "sft.steps=250", "sft.plateau_patience=0", *COMMON])
+    sft_cfg = load_config(
+        QUICK,
+        [
+            f"model.path={tmp_path / 'model'}",
+            f"run.out_dir={tmp_path / 'sft'}",
+            "recipe=sft",
+            "sft.steps=250",
+            "sft.plateau_patience=0",
+            *COMMON,
+        ],
+    )
     sft = run_sft(sft_cfg)
-    grpo_cfg = load_config(QUICK, [f"model.path={sft.final_dir}", "model.build_tiny=false",
-                                   f"run.out_dir={tmp_path / 'grpo'}", "recipe=grpo", "grpo.steps=250", *COMMON])
+    grpo_cfg = load_config(
+        QUICK,
+        [
+            f"model.path={sft.final_dir}",
+            "model.build_tiny=false",
+            f"run.out_dir={tmp_path / 'grpo'}",
+            "recipe=grpo",
+            "grpo.steps=250",
+            *COMMON,
+        ],
+    )
     grpo = run_grpo(grpo_cfg)
 
     def accuracy(path: str) -> float:
@@ -40,4 +66,6 @@ def test_grpo_improves_heldout_accuracy_over_sft(tmp_path):
 
     before, after = accuracy(sft.final_dir), accuracy(grpo.final_dir)
     print(f"held-out accuracy on 300 val screens: SFT {before:.3f} -> GRPO {after:.3f}")
-    assert after >= before + 0.10, f"GRPO did not improve enough: SFT {before:.3f} -> GRPO {after:.3f}"
+    assert after >= before + 0.10, (
+        f"GRPO did not improve enough: SFT {before:.3f} -> GRPO {after:.3f}"
+    )

@@ -162,3 +162,33 @@ def test_cli_missing_model_is_clear(tmp_path):
     )
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_eval_screenspot_missing_image_names_file(tmp_path, tiny_dir):
+    from pathlib import Path
+
+    ann = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures"
+        / "screenspot_v2"
+        / "screenspot_desktop_v2.json"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vlagent.cli",
+            "eval",
+            "--model",
+            str(tiny_dir),
+            "task.source=screenspot",
+            f"task.annotation_file={ann}",
+            f"task.image_dir={tmp_path}",
+            "eval.num_screens=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr[-1500:]
+    assert ".png" in proc.stderr and str(tmp_path) in proc.stderr and "Traceback" not in proc.stderr

@@ -1,12 +1,19 @@
-"""GRPO math as pure tensor functions.
+"""GRPO math as pure tensor functions (the recipes' stable entry points).
 
 Shapes: N sampled sequences (rows), T completion tokens. ``group_ids`` [N] says which prompt a
-row belongs to; groups may have different sizes (ragged) and need not be contiguous.
+row belongs to; groups may have different sizes (ragged) and need not be contiguous. The general
+versions live in ``advantages``, ``losses`` and ``kl``; these keep their original signatures.
 """
 
 from __future__ import annotations
 
 import torch
+
+from vlagent.algos.advantages import grpo_advantages
+from vlagent.algos.kl import kl_k3
+from vlagent.algos.losses import masked_mean, ppo_loss
+
+__all__ = ["group_advantages", "kl_k3", "masked_mean", "ppo_clip_loss"]
 
 
 def group_advantages(
@@ -21,40 +28,10 @@ def group_advantages(
             False gives Dr.GRPO's mean-centred advantages.
         eps: added to the std.
     Returns:
-        [N] advantages; NaN rewards get advantage 0 and are excluded from their group's
+        [N] float32 advantages; NaN rewards get advantage 0 and are excluded from their group's
         statistics; a group whose rewards are all equal gets zeros.
     """
-    rewards = rewards.float()
-    valid = torch.isfinite(rewards)
-    r = torch.where(valid, rewards, torch.zeros_like(rewards))
-    _, inverse = torch.unique(group_ids, return_inverse=True)  # [N] → dense group index
-    n_groups = int(inverse.max().item()) + 1 if inverse.numel() else 0
-    count = torch.zeros(n_groups).index_add_(0, inverse, valid.float())  # [G]
-    total = torch.zeros(n_groups).index_add_(0, inverse, r)
-    mean = total / count.clamp(min=1)  # [G]
-    centred = torch.where(valid, r - mean[inverse], torch.zeros_like(r))  # [N]
-    if not scale_by_std:
-        return centred
-    var = torch.zeros(n_groups).index_add_(0, inverse, centred**2) / count.clamp(min=1)
-    denom = var.sqrt()[inverse] + eps  # [N]
-    return torch.where(denom > 0, centred / denom.clamp(min=1e-30), torch.zeros_like(centred))
-
-
-def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``values`` over positions where ``mask`` is 1 (all tokens of the batch pooled)."""
-    return (values * mask).sum() / mask.sum().clamp(min=1.0)
-
-
-def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Schulman's k3 estimator of KL(π || π_ref) per token: exp(ref - logp) - (ref - logp) - 1.
-
-    Args:
-        logp, ref_logp: [N, T] log-probs of the sampled tokens under policy and reference.
-    Returns:
-        [N, T] non-negative per-token estimates.
-    """
-    d = ref_logp - logp
-    return torch.exp(d) - d - 1.0
+    return grpo_advantages(rewards.float(), group_ids, scale_by_std=scale_by_std, eps=eps)
 
 
 def ppo_clip_loss(
@@ -70,6 +47,7 @@ def ppo_clip_loss(
     """PPO-clip policy loss with token-level mean aggregation (+ optional k3 KL penalty).
 
     loss = mean_tokens( -min(ρ·A, clip(ρ, 1-ε, 1+ε)·A) + β·k3 ),  ρ = exp(logp - old_logp).
+    The symmetric case of ``losses.ppo_loss``.
 
     Args:
         logp: [N, T] current log-probs (requires grad).
@@ -78,25 +56,31 @@ def ppo_clip_loss(
         mask: [N, T] 1 on policy tokens.
         clip_eps: ε.
         ref_logp: [N, T] reference log-probs, needed when ``kl_coef > 0``.
-        kl_coef: β.
+        kl_coef: β (ignored unless > 0).
     Returns:
-        (scalar loss, stats with clip fraction, mean ratio and KL).
+        (scalar loss, stats: ``clip_frac`` = fraction of tokens whose ratio lies outside
+        [1-ε, 1+ε] with A != 0, ``ratio_mean``, and ``kl`` when ``kl_coef > 0``).
     """
-    adv = advantages[:, None]  # [N, 1]
-    ratio = torch.exp(logp - old_logp)  # [N, T]
-    unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv
-    per_token = -torch.minimum(unclipped, clipped)  # [N, T]
+    if kl_coef > 0.0 and ref_logp is None:
+        raise ValueError("kl_coef > 0 needs ref_logp")
+    loss, general = ppo_loss(
+        logp,
+        old_logp,
+        advantages,
+        mask,
+        clip_eps_low=clip_eps,
+        clip_eps_high=clip_eps,
+        ref_logp=ref_logp,
+        kl_coef=max(kl_coef, 0.0),
+        kl_estimator="k3",
+    )
     stats: dict[str, float] = {}
-    if kl_coef > 0.0:
-        if ref_logp is None:
-            raise ValueError("kl_coef > 0 needs ref_logp")
-        kl = kl_k3(logp, ref_logp)
-        per_token = per_token + kl_coef * kl
-        stats["kl"] = float(masked_mean(kl.detach(), mask))
-    loss = masked_mean(per_token, mask)
+    if "kl" in general:
+        stats["kl"] = general["kl"]
     with torch.no_grad():
-        was_clipped = (unclipped != clipped).float()
-        stats["clip_frac"] = float(masked_mean(was_clipped, mask))
-        stats["ratio_mean"] = float(masked_mean(ratio, mask))
+        ratio = torch.exp(logp - old_logp)  # [N, T]
+        outside = (ratio < 1.0 - clip_eps) | (ratio > 1.0 + clip_eps)
+        was_clipped = outside & (advantages[:, None] != 0)  # [N, T]
+        stats["clip_frac"] = float(masked_mean(was_clipped.float(), mask))
+    stats["ratio_mean"] = general["ratio_mean"]
     return loss, stats
