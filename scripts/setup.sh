@@ -42,10 +42,12 @@ if ! "$VENV/bin/python" -c "import torch, torchvision" 2>/dev/null; then
   "$VENV/bin/python" -c "import torch; print('[setup] torch', torch.__version__, '| CUDA build:', torch.version.cuda or 'no (CPU only)')"
 fi
 
+# dev = test tools; android = android-env, whose fake simulator the test suite drives.
+EXTRAS=${VLAGENT_EXTRAS:-dev,android}
 if ! "$VENV/bin/python" -c "import vlagent, pytest, hypothesis" 2>/dev/null \
    || [ pyproject.toml -nt "$VENV/.vlagent-installed" ]; then
-  echo "[setup] installing vlagent (editable) with dev extras"
-  $PIP install -q -e ".[dev]"
+  echo "[setup] installing vlagent (editable) with extras [$EXTRAS]"
+  $PIP install -q -e ".[$EXTRAS]"
   touch "$VENV/.vlagent-installed"
 fi
 echo "[setup] ready: $("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "| transformers", transformers.__version__)')"
