@@ -97,24 +97,53 @@ def _image_rows(grid_thw: torch.Tensor) -> list[int]:
     return [int(n) for n in grid_thw.prod(dim=-1).tolist()]
 
 
+_ROW_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")
+
+
+def select_prompts(batch: PromptBatch, rows: Sequence[int] | torch.Tensor) -> PromptBatch:
+    """The prompts at ``rows`` (repeats allowed), with each image's ``pixel_values`` rows."""
+    idx = torch.as_tensor(rows, dtype=torch.long)
+    inp = batch.inputs
+    out = {k: inp[k][idx] for k in _ROW_KEYS if k in inp}
+    out["image_grid_thw"] = inp["image_grid_thw"][idx]
+    chunks = torch.split(inp["pixel_values"], _image_rows(inp["image_grid_thw"]), dim=0)
+    picked = [chunks[i] for i in idx.tolist()]
+    out["pixel_values"] = torch.cat(picked, dim=0) if picked else inp["pixel_values"][:0]
+    return PromptBatch(out, [batch.frames[i] for i in idx.tolist()])
+
+
 def repeat_prompts(batch: PromptBatch, group_size: int) -> PromptBatch:
     """Repeat each prompt ``group_size`` times in place order: [p0, p0, …, p1, p1, …].
 
     Returns:
         A batch of B·G prompts; ``pixel_values`` rows are repeated per image.
     """
-    g = group_size
-    inp = batch.inputs
-    out = {
-        k: inp[k].repeat_interleave(g, dim=0)
-        for k in ("input_ids", "attention_mask", "mm_token_type_ids")
-        if k in inp
+    return select_prompts(batch, torch.arange(len(batch)).repeat_interleave(group_size))
+
+
+def concat_prompts(batches: Sequence[PromptBatch], pad_id: int) -> PromptBatch:
+    """Stack prompt batches of different lengths, left-padding each to the longest.
+
+    Left padding keeps every prompt ending at the same column; the padded positions get
+    attention 0 and token type 0, so M-RoPE positions (computed from the mask) are unchanged.
+    """
+    if len(batches) == 1:
+        return batches[0]
+    width = max(b.inputs["input_ids"].shape[1] for b in batches)
+    out: dict[str, list[torch.Tensor]] = {
+        k: [] for k in (*_ROW_KEYS, "pixel_values", "image_grid_thw")
     }
-    out["image_grid_thw"] = inp["image_grid_thw"].repeat_interleave(g, dim=0)
-    chunks = torch.split(inp["pixel_values"], _image_rows(inp["image_grid_thw"]), dim=0)
-    out["pixel_values"] = torch.cat([c for c in chunks for _ in range(g)], dim=0)
-    frames = [f for f in batch.frames for _ in range(g)]
-    return PromptBatch(out, frames)
+    for b in batches:
+        pad = width - b.inputs["input_ids"].shape[1]
+        for k in _ROW_KEYS:
+            if k not in b.inputs:
+                continue
+            fill = pad_id if k == "input_ids" else 0
+            out[k].append(torch.nn.functional.pad(b.inputs[k], (pad, 0), value=fill))
+        out["pixel_values"].append(b.inputs["pixel_values"])
+        out["image_grid_thw"].append(b.inputs["image_grid_thw"])
+    merged = {k: torch.cat(v, dim=0) for k, v in out.items() if v}
+    return PromptBatch(merged, [f for b in batches for f in b.frames])
 
 
 def completion_mask(
@@ -195,6 +224,7 @@ def completion_logprobs(
     mask: torch.Tensor,
     temperature: float = 1.0,
     forbidden: Sequence[int] | None = None,
+    entropy_out: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Per-token log-probabilities of ``completion_ids`` under ``model`` (teacher forcing).
 
@@ -204,6 +234,8 @@ def completion_logprobs(
         temperature: logits are divided by it (match the sampler's temperature).
         forbidden: token ids excluded from the distribution (``forbidden_token_ids``), exactly as
             the sampler excluded them.
+        entropy_out: if a list is given, the detached per-token entropy [B, T] of the
+            (tempered, masked) distribution is appended to it (for logging; no extra pass).
     Returns:
         [B, T] log-probs (zero where ``mask`` is 0).
     """
@@ -214,4 +246,9 @@ def completion_logprobs(
     logits = mask_logits(out.logits[:, :-1, :].float(), forbidden) / temperature  # [B, T, V]
     logp = torch.log_softmax(logits, dim=-1)
     tok = logp.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [B, T]
+    if entropy_out is not None:
+        with torch.no_grad():
+            probs = logp.exp()
+            ent = -(probs * logp.masked_fill(probs == 0, 0.0)).sum(-1)  # [B, T]
+            entropy_out.append(ent * mask)
     return tok * mask

@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vlagent.algo_config import PRESETS, GRPOConfig, LoRAConfig
 from vlagent.errors import ConfigError
+
+__all__ = ["GRPOConfig", "LoRAConfig", "TrainConfig", "load_config", "to_yaml"]
 
 
 def _check(cond: bool, field: str, msg: str) -> None:
@@ -37,6 +40,8 @@ class ModelConfig:
     """Parameter dtype: float32 | bfloat16 | float16 | auto."""
     device: str = "cpu"
     """Torch device: cpu | cuda | cuda:N."""
+    lora: LoRAConfig = dataclasses.field(default_factory=LoRAConfig)
+    """Parameter-efficient training (PEFT LoRA on the language model)."""
 
     def __post_init__(self) -> None:
         _check(
@@ -130,45 +135,6 @@ class SFTConfig:
 
 
 @dataclasses.dataclass
-class GRPOConfig:
-    """Group-relative policy optimization on fresh screens scored by the reward."""
-
-    steps: int = 200
-    """Rollout + update iterations."""
-    max_seconds: float = 0.0
-    """Stop after this many seconds (0 = no time limit)."""
-    prompts_per_step: int = 4
-    """Screens per iteration (B)."""
-    group_size: int = 8
-    """Samples per screen (G); advantages are relative within a group."""
-    temperature: float = 1.0
-    """Sampling temperature (top_k=0, top_p=1 so behaviour log-probs match the sampler)."""
-    max_new_tokens: int = 24
-    """Completion budget per sample."""
-    lr: float = 1e-4
-    """AdamW learning rate."""
-    clip_eps: float = 0.2
-    """PPO clip range ε."""
-    kl_coef: float = 0.0
-    """β of the k3 KL penalty to the starting policy (0 = no reference model)."""
-    epochs: int = 1
-    """Optimizer passes over each rollout batch."""
-    scale_by_std: bool = True
-    """Divide advantages by the group's reward std (False = Dr.GRPO centring)."""
-
-    def __post_init__(self) -> None:
-        _check(
-            self.group_size >= 2,
-            "grpo.group_size",
-            f"must be >= 2 for group-relative advantages, got {self.group_size}",
-        )
-        _check(self.temperature > 0, "grpo.temperature", f"must be > 0, got {self.temperature}")
-        _check(self.kl_coef >= 0, "grpo.kl_coef", f"must be >= 0, got {self.kl_coef}")
-        _check(0 < self.clip_eps < 1, "grpo.clip_eps", f"must be in (0, 1), got {self.clip_eps}")
-        _check(self.epochs >= 1, "grpo.epochs", f"must be >= 1, got {self.epochs}")
-
-
-@dataclasses.dataclass
 class EvalConfig:
     """Held-out evaluation."""
 
@@ -209,6 +175,8 @@ class TrainConfig:
     """Everything a run needs. ``recipe`` picks the loop: sft | grpo."""
 
     recipe: str = "grpo"
+    algo: str = "grpo"
+    """Preset of grpo.* values: grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp (see docs/ALGORITHMS.md)."""
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
     sft: SFTConfig = dataclasses.field(default_factory=SFTConfig)
@@ -219,6 +187,15 @@ class TrainConfig:
     def __post_init__(self) -> None:
         _check(
             self.recipe in ("sft", "grpo"), "recipe", f"{self.recipe!r} is unknown; use sft or grpo"
+        )
+        _check(
+            self.algo in PRESETS, "algo", f"{self.algo!r} is unknown; presets: {', '.join(PRESETS)}"
+        )
+        _check(
+            not (self.grpo.difficulty_band and self.task.source == "synthetic"),
+            "grpo.difficulty_band / task.source",
+            "synthetic screens are never repeated, so per-task success rates do not exist; "
+            "use the band with a finite source (task.source=screenspot) or use grpo.dynamic_sampling",
         )
 
 
@@ -233,6 +210,22 @@ def _dict_fields(schema: type, prefix: str = "") -> list[str]:
         elif typing.get_origin(hint) is dict or hint is dict:
             out.append(prefix + name)
     return out
+
+
+def _preset_layer(sources: list, schema: type) -> tuple[str, Any, list[str]] | None:
+    """The grpo.* values of the preset named by the last source that sets ``algo``."""
+    from omegaconf import OmegaConf
+
+    if "algo" not in {f.name for f in dataclasses.fields(schema)}:
+        return None
+    name = None
+    for _, src, _ in sources:
+        value = OmegaConf.select(src, "algo", default=None)
+        if value is not None:
+            name = str(value)
+    if name is None or name not in PRESETS:
+        return None  # unknown names are reported by TrainConfig.__post_init__
+    return (f"preset algo={name}", OmegaConf.create({"grpo": PRESETS[name]}), [])
 
 
 def load_config(
@@ -269,6 +262,9 @@ def load_config(
             key = item.split("=", 1)[0].strip()
             replaced = [key] if key in replace_paths else []
             sources.append((f"override {item!r}", OmegaConf.from_dotlist([item]), replaced))
+        preset = _preset_layer(sources, schema)
+        if preset is not None:
+            sources.insert(0, preset)
         for label, src, replaced in sources:
             where = label  # named in the error message if this layer fails
             base = OmegaConf.merge(base, src)
@@ -279,6 +275,7 @@ def load_config(
                 value = OmegaConf.select(src, dotted, default=None)
                 if value is not None:
                     OmegaConf.update(base, dotted, value, merge=False)
+        where = "resolved config" + (f" ({path} + overrides)" if path is not None else "")
         return OmegaConf.to_object(base)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"

@@ -32,3 +32,28 @@ def tiny_dirs(tmp_path_factory, tiny_dir):
     for fam in ("qwen2_vl", "qwen2_5_vl"):
         out[fam] = build_tiny_model(root / fam, family=fam, seed=0)
     return out
+
+
+@pytest.fixture(scope="session")
+def sft_dir(tmp_path_factory, tiny_dir):
+    """The tiny model after a short SFT: its answers parse, so GRPO rewards vary within groups."""
+    from vlagent.config import load_config
+    from vlagent.train.sft import run_sft
+
+    out = tmp_path_factory.mktemp("sft")
+    cfg = load_config(
+        None,
+        [
+            f"model.path={tiny_dir}",
+            "model.build_tiny=false",
+            f"run.out_dir={out}",
+            "recipe=sft",
+            "sft.steps=60",
+            "sft.batch_size=16",
+            "eval.every=0",
+            "run.progress=false",
+            "run.samples_every=0",
+            "run.checkpoint_every=0",
+        ],
+    )
+    return run_sft(cfg).final_dir

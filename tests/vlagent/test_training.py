@@ -14,7 +14,8 @@ from vlagent.config import load_config
 from vlagent.models.loading import load_policy
 from vlagent.rollout.hf import generate
 from vlagent.train.checkpoint import latest_checkpoint
-from vlagent.train.grpo import grpo_update, run_grpo
+from vlagent.train.grpo import run_grpo
+from vlagent.train.grpo_update import UpdateBatch, policy_update
 from vlagent.train.outputs import read_metrics
 from vlagent.train.sft import run_sft
 
@@ -45,7 +46,8 @@ def test_one_grpo_step_changes_every_parameter(tiny_dir):
     ro = generate(policy, prompts, group_size=4, max_new_tokens=12, generator_seed=0)
     adv = torch.tensor([1.0, -1.0, 0.5, -0.5, -1.0, 1.0, 0.3, -0.3])
     opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-3)
-    stats = grpo_update(policy, ro, adv, opt, cfg, ref_logp=None)
+    batch = UpdateBatch(ro, adv, ro.behaviour_logprobs, ro.mask, None)
+    stats = policy_update(policy, batch, cfg.grpo, opt, None, shuffle_seed=0)
     assert torch.isfinite(torch.tensor(stats["loss"]))
     unchanged = [
         n

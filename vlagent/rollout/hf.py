@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -10,9 +11,11 @@ import torch
 from vlagent.batching import (
     PromptBatch,
     completion_mask,
+    concat_prompts,
     forbidden_token_ids,
     mask_logits,
     repeat_prompts,
+    select_prompts,
 )
 
 
@@ -39,6 +42,50 @@ class Rollout:
     texts: list[str]
     group_ids: torch.Tensor
     truncated: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.completion_ids.shape[0])
+
+    def select(self, rows: Sequence[int] | torch.Tensor) -> Rollout:
+        """The rollout rows at ``rows`` (their prompts included)."""
+        idx = torch.as_tensor(rows, dtype=torch.long)
+        return Rollout(
+            prompts=select_prompts(self.prompts, idx),
+            completion_ids=self.completion_ids[idx],
+            mask=self.mask[idx],
+            behaviour_logprobs=self.behaviour_logprobs[idx],
+            texts=[self.texts[i] for i in idx.tolist()],
+            group_ids=self.group_ids[idx],
+            truncated=self.truncated[idx],
+        )
+
+
+def concat_rollouts(parts: Sequence[Rollout], pad_id: int) -> Rollout:
+    """Stack rollouts (e.g. resampling rounds): prompts left-padded, completions right-padded.
+
+    Group ids are renumbered so groups from different parts never merge.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    width = max(p.completion_ids.shape[1] for p in parts)
+
+    def right(t: torch.Tensor, value: float) -> torch.Tensor:
+        return torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value)
+
+    group_ids, offset = [], 0
+    for p in parts:
+        _, dense = torch.unique(p.group_ids, return_inverse=True)
+        group_ids.append(dense + offset)
+        offset += int(dense.max()) + 1 if len(p) else 0
+    return Rollout(
+        prompts=concat_prompts([p.prompts for p in parts], pad_id),
+        completion_ids=torch.cat([right(p.completion_ids, pad_id) for p in parts]),
+        mask=torch.cat([right(p.mask, 0.0) for p in parts]),
+        behaviour_logprobs=torch.cat([right(p.behaviour_logprobs, 0.0) for p in parts]),
+        texts=[t for p in parts for t in p.texts],
+        group_ids=torch.cat(group_ids),
+        truncated=torch.cat([p.truncated for p in parts]),
+    )
 
 
 def eos_ids(policy: Any) -> list[int]:

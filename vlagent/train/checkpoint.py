@@ -35,11 +35,13 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     extra: dict[str, Any],
     keep: int = 2,
+    scheduler: Any = None,
 ) -> Path:
     """Write ``checkpoints/<phase>/step_<step>/`` atomically and point ``latest`` at it.
 
     Args:
         extra: recipe state (counters, elapsed seconds); must be picklable by torch.save.
+        scheduler: an LR scheduler whose state is saved too (optional).
         keep: number of most recent checkpoints kept (older ones are deleted).
     """
     root = _ckpt_root(run_dir, phase)
@@ -50,6 +52,7 @@ def save_checkpoint(
         state = {
             "step": step,
             "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
             "rng": {
                 "torch": torch.get_rng_state(),
                 "numpy": np.random.get_state(),

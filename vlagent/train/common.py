@@ -58,14 +58,29 @@ def load_or_resume(
 ) -> tuple[Resumed, Any]:
     """Load the starting policy, or the latest checkpoint of ``phase`` when resuming.
 
+    With ``model.lora.enabled`` the base model is loaded and wrapped with adapters: fresh ones,
+    or the checkpoint's adapter when resuming.
+
     Args:
         make_optimizer: callable(policy) -> optimizer, called once the policy is loaded.
     Returns:
-        (Resumed, optimizer) with optimizer and RNG state restored when a checkpoint exists.
+        (Resumed, optimizer) with optimizer and RNG state restored when a checkpoint exists;
+        the saved state (incl. ``scheduler``) is in ``Resumed.state``.
     """
+    from vlagent.models.lora import load_lora, trainable_parameters, wrap_lora
+
     ckpt = latest_checkpoint(run_dir, phase) if cfg.run.resume else None
-    source = str(ckpt) if ckpt is not None else ensure_model(cfg.model)
+    lora = cfg.model.lora.enabled
+    source = str(ckpt) if ckpt is not None and not lora else ensure_model(cfg.model)
     policy = load_policy(source, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
+    if lora:
+        policy.model = (
+            load_lora(policy.model, ckpt)
+            if ckpt is not None
+            else wrap_lora(policy.model, cfg.model.lora)
+        )
+        n_train, n_all = trainable_parameters(policy.model)
+        log.info("LoRA: %d of %d parameters train", n_train, n_all)
     optimizer = make_optimizer(policy)
     state = load_trainer_state(ckpt, optimizer) if ckpt is not None else None
     if ckpt is not None:
@@ -91,10 +106,19 @@ def save_samples(
 
 
 def export_final(policy: Policy, run_dir: Path) -> Path:
-    """Write the trained policy as a plain checkpoint folder ``<run_dir>/final`` (atomically)."""
+    """Write the trained policy as a plain checkpoint folder ``<run_dir>/final`` (atomically).
+
+    A LoRA policy is merged first, so ``final/`` always loads like any checkpoint.
+    """
+    from vlagent.models.lora import merge_lora
+
+    model = policy.model
+    if hasattr(model, "merge_and_unload"):
+        model = merge_lora(model)
+        policy.model = model
     dest = run_dir / "final"
     with atomic_dir(dest) as tmp:
-        policy.model.save_pretrained(tmp)
+        model.save_pretrained(tmp)
         policy.processor.save_pretrained(tmp)
     return dest
 

@@ -1,0 +1,109 @@
+"""Screens for agent episodes by split, and the forced assistant texts SFT replays.
+
+Seeds are split into disjoint ranges (``train``, ``demo``, ``val``, ``test``) as in
+``vlagent.tasks``, so held-out numbers are about screens the policy never saw.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from gui.grounding import SyntheticSource
+from gui.grounding.sources import GroundingSample
+from gui.grounding.traces import TraceConfig, zoom_trace
+from perception_tools.tools import ToolContext
+from rewards import RewardSpec
+from vlagent.agent.config import AgentSFTConfig, AgentTaskConfig
+from vlagent.agent.loop import AgentRuntime, EpisodeSpec
+from vlagent.batching import image_frame
+
+Split = Literal["train", "demo", "val", "test"]
+_VAL_OFFSET = 20_000_000  # val seeds sit this far above the test seeds
+
+
+class AgentTask:
+    """Synthetic screens of one level, keyed by seed, with the answer reward spec."""
+
+    def __init__(self, cfg: AgentTaskConfig) -> None:
+        self.cfg = cfg
+        self.source = SyntheticSource(cfg.level, cache_size=512)
+        self.answer_spec = RewardSpec.from_dict(dict(cfg.reward))
+        self._offsets = {
+            "train": cfg.train_seed_offset,
+            "demo": cfg.demo_seed_offset,
+            "val": cfg.eval_seed_offset + _VAL_OFFSET,
+            "test": cfg.eval_seed_offset,
+        }
+
+    def keys(self, split: Split, start: int, count: int) -> list[int]:
+        """Seeds of samples ``start .. start + count - 1`` of ``split``."""
+        base = self._offsets[split]
+        return [base + i for i in range(start, start + count)]
+
+    def sample(self, key: int) -> GroundingSample:
+        return self.source.sample(key)
+
+    def spec(self, key: int, group_id: int = 0) -> EpisodeSpec:
+        s = self.sample(key)
+        box = tuple(float(v) for v in s.target_box_norm)
+        return EpisodeSpec(s.image, s.instruction, box, key=key, group_id=group_id)  # type: ignore[arg-type]
+
+
+def start_context(rt: AgentRuntime, image: np.ndarray) -> ToolContext:
+    """The loop's starting tool context for ``image`` (the frame the processor will use)."""
+    return rt.start_context(
+        image_frame(rt.policy.processor, int(image.shape[1]), int(image.shape[0]))
+    )
+
+
+def trace_config(cfg: AgentSFTConfig) -> TraceConfig:
+    return TraceConfig(
+        zoom_scale=(cfg.zoom_scale_lo, cfg.zoom_scale_hi),
+        p_wrong_first=cfg.p_wrong_first,
+        answer_space="crop",
+        answer_jitter=cfg.answer_jitter,
+    )
+
+
+def demo_texts(
+    rt: AgentRuntime, sample: GroundingSample, rng: np.random.Generator, trace: TraceConfig
+) -> list[str]:
+    """Assistant texts of one demonstration: a synthetic zoom trace (tools on) or the direct
+    answer in observation_0's space (tools off)."""
+    if not rt.tools.enabled:
+        frame = image_frame(rt.policy.processor, *sample.image_size)
+        return [rt.codec.render(tuple(sample.target_box_norm), frame)]
+    ctx = start_context(rt, sample.image)
+    return [step.text for step in zoom_trace(sample, ctx, rng, trace)]
+
+
+def oracle_zoom_text(rt: AgentRuntime, sample: GroundingSample, trace: TraceConfig) -> str:
+    """The first zoom call of a trace (no miss) around the target: a probe's forced turn."""
+    ctx = start_context(rt, sample.image)
+    rng = np.random.default_rng(int(sample.meta.get("seed", 0)))
+    cfg = TraceConfig(
+        zoom_scale=trace.zoom_scale,
+        max_zoom_aspect=trace.max_zoom_aspect,
+        p_wrong_first=0.0,
+        answer_space="crop",
+        answer_jitter=trace.answer_jitter,
+    )
+    return zoom_trace(sample, ctx, rng, cfg)[0].text
+
+
+def cluster_box(sample: GroundingSample) -> tuple[float, float, float, float] | None:
+    """Union box (normalized) of the elements sharing the target's colour (its glyph cluster
+    on ``hires_tiny_small``), or None when the target is not among ``sample.elements``."""
+    target = tuple(sample.target_box_norm)
+    match = [e for e in sample.elements if tuple(e.box_norm) == target]
+    if not match:
+        return None
+    same = [e.box_norm for e in sample.elements if e.colour == match[0].colour]
+    return (
+        min(b[0] for b in same),
+        min(b[1] for b in same),
+        max(b[2] for b in same),
+        max(b[3] for b in same),
+    )

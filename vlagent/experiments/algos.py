@@ -1,0 +1,140 @@
+"""GRPO vs Dr.GRPO vs DAPO (or any presets) on the quickstart task, same budget, several seeds.
+
+For each seed: build the tiny model, SFT it on the quickstart's 64 demos until it plateaus (as
+the quickstart does), then train each preset from that same checkpoint with the same budget of
+*generated completions* (``grpo.max_samples``; DAPO's resampled, dropped groups count against
+it) and evaluate on the same held-out screens.
+
+    python -m vlagent.experiments.algos --seeds 0,1,2 --algos grpo,dr_grpo,dapo \\
+        --json docs/results/algos_compare.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from vlagent.config import load_config
+from vlagent.eval.grounding import evaluate_policy
+from vlagent.io import atomic_write_json
+from vlagent.models.loading import load_policy
+from vlagent.tasks import GroundingTask
+from vlagent.train.common import ensure_model, quiet_transformers
+from vlagent.train.grpo import run_grpo
+from vlagent.train.sft import run_sft
+
+REPO = Path(__file__).resolve().parents[2]
+log = logging.getLogger(__name__)
+
+
+def held_out(path: str, cfg: Any) -> float:
+    policy = load_policy(path)
+    task = GroundingTask(cfg.task, policy.family)
+    keys = task.keys("test", 0, cfg.eval.num_screens)
+    return evaluate_policy(
+        policy, task, keys, batch_size=cfg.eval.batch_size, max_new_tokens=cfg.eval.max_new_tokens
+    ).accuracy
+
+
+def run_seed(
+    seed: int, algos: list[str], out: Path, samples: int, overrides: list[str]
+) -> dict[str, Any]:
+    """SFT once, then every preset from the same checkpoint; returns accuracies and steps."""
+    base = load_config(
+        REPO / "configs" / "quickstart.yaml", [f"run.seed={seed}", "run.progress=false", *overrides]
+    )
+    model = dataclasses.replace(
+        base.model, path=str(out / f"seed_{seed}" / "model"), tiny_seed=seed
+    )
+    sft_cfg = dataclasses.replace(
+        base,
+        recipe="sft",
+        model=model,
+        sft=dataclasses.replace(
+            base.sft, demo_seed_offset=base.sft.demo_seed_offset + seed * 100_000
+        ),
+        run=dataclasses.replace(base.run, out_dir=str(out / f"seed_{seed}" / "sft")),
+    )
+    ensure_model(sft_cfg.model)
+    sft = run_sft(sft_cfg)
+    row: dict[str, Any] = {"seed": seed, "sft": held_out(sft.final_dir, base), "algos": {}}
+    for algo in algos:
+        cfg = load_config(
+            REPO / "configs" / "quickstart.yaml",
+            [
+                f"run.seed={seed}",
+                "run.progress=false",
+                f"algo={algo}",
+                "recipe=grpo",
+                f"model.path={sft.final_dir}",
+                "model.build_tiny=false",
+                f"run.out_dir={out / f'seed_{seed}' / algo}",
+                "grpo.steps=100000",
+                "grpo.max_seconds=0",
+                f"grpo.max_samples={samples}",
+                *overrides,
+            ],
+        )
+        result = run_grpo(cfg)
+        row["algos"][algo] = {
+            "accuracy": held_out(result.final_dir, cfg),
+            "steps": result.steps,
+            "train_seconds": result.train_seconds,
+        }
+        log.info("seed %d %s: %.3f", seed, algo, row["algos"][algo]["accuracy"])
+    return row
+
+
+def table(rows: list[dict[str, Any]], algos: list[str]) -> str:
+    head = "| seed | SFT | " + " | ".join(algos) + " |\n|---:|---:|" + "---:|" * len(algos) + "\n"
+    lines = []
+    for r in rows:
+        cells = [
+            f"{100 * r['algos'][a]['accuracy']:.1f} ({r['algos'][a]['steps']} steps)" for a in algos
+        ]
+        lines.append(f"| {r['seed']} | {100 * r['sft']:.1f} | " + " | ".join(cells) + " |")
+    means = [100 * sum(r["algos"][a]["accuracy"] for r in rows) / len(rows) for a in algos]
+    lines.append(
+        f"| mean | {100 * sum(r['sft'] for r in rows) / len(rows):.1f} | "
+        + " | ".join(f"{m:.1f}" for m in means)
+        + " |"
+    )
+    return head + "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--algos", default="grpo,dr_grpo,dapo")
+    p.add_argument("--samples", type=int, default=12_800, help="generated completions per run")
+    p.add_argument("--out", default="runs/algos_compare")
+    p.add_argument("--json", default=None)
+    p.add_argument("overrides", nargs="*")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    quiet_transformers()
+    algos = args.algos.split(",")
+    rows = [
+        run_seed(int(s), algos, Path(args.out), args.samples, args.overrides)
+        for s in args.seeds.split(",")
+    ]
+    text = table(rows, algos)
+    if args.json:
+        atomic_write_json(
+            args.json,
+            {
+                "command": " ".join(["python -m vlagent.experiments.algos", *sys.argv[1:]]),
+                "samples_per_run": args.samples,
+                "rows": rows,
+            },
+        )
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
