@@ -15,6 +15,7 @@ env; their results are observations (no loss on their tokens).
 
 from __future__ import annotations
 
+import abc
 import json
 import math
 import re
@@ -157,7 +158,7 @@ def _fmt(values: Sequence[float]) -> str:
     return "[" + ", ".join(f"{round(float(v), 1):g}" for v in values) + "]"
 
 
-class _ToolBase:
+class _ToolBase(abc.ABC):
     """Shared ``__call__``: run :meth:`_apply`, turning bad arguments into an error result."""
 
     name: str
@@ -171,10 +172,11 @@ class _ToolBase:
         except _BadArgs as err:
             return ToolResult(image=None, text=f"{self.name}: {err}", error=str(err))
 
+    @abc.abstractmethod
     def _apply(
         self, images: Sequence[np.ndarray], args: Mapping[str, Any], ctx: ToolContext
     ) -> ToolResult:
-        raise NotImplementedError
+        """The tool's work on valid input; raises ``_BadArgs`` for invalid arguments."""
 
 
 class ZoomTool(_ToolBase):

@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Idle OpenMP threads sleep instead of spinning (torch slows 10-30x on shared cores otherwise).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 exec .venv/bin/python -m pytest "$@"

@@ -125,6 +125,11 @@ class GRPOConfig:
     """Recompute old log-probs with a forward pass instead of reusing the sampler's."""
     gradient_checkpointing: bool = False
     """Trade compute for memory in the policy's forward pass."""
+    shared_prefix: bool = True
+    """Encode each group's image and prompt once and share it across the G completions, in
+    sampling (KV-cache expansion) and in the training forward. false = the plain path: HF
+    ``generate`` on G copies of the prompt and a full forward per row (same math, slower;
+    kept as the benchmark's "before" and as a fallback)."""
 
     def __post_init__(self) -> None:
         _one_of(self.advantage, "grpo.advantage", ADVANTAGES)
@@ -171,6 +176,11 @@ class GRPOConfig:
             "grpo.loss / grpo.aggregation",
             "gspo optimizes a sequence-level ratio; token_mean would weight sequences by their length. "
             "Use grpo.aggregation=seq_mean_token_mean",
+        )
+        _check(
+            not (self.kl_in_reward and self.kl_coef == 0),
+            "grpo.kl_in_reward / grpo.kl_coef",
+            "kl_in_reward=true with kl_coef=0 subtracts nothing; set grpo.kl_coef > 0",
         )
         _check(
             not (self.loss == "gspo" and self.dual_clip),

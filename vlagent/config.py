@@ -292,3 +292,37 @@ def to_yaml(cfg: Any) -> str:
     from omegaconf import OmegaConf
 
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+AGENT_RECIPES = ("agent_sft", "agent_grpo")
+
+
+def recipe_of(path: str | Path | None, overrides: Sequence[str] = ()) -> str | None:
+    """The ``recipe`` a config file + overrides name (the last ``recipe=`` override wins).
+
+    Reads only the top-level ``recipe`` key; the full config is validated by ``load_config``.
+    """
+    recipe = None
+    if path is not None and Path(path).is_file():
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except yaml.YAMLError:
+            loaded = None  # load_config reports the YAML error with the file name
+        if isinstance(loaded, dict) and loaded.get("recipe") is not None:
+            recipe = str(loaded["recipe"])
+    for item in overrides:
+        if item.split("=", 1)[0].strip() == "recipe" and "=" in item:
+            recipe = item.split("=", 1)[1].strip()
+    return recipe
+
+
+def load_any_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> Any:
+    """``load_config`` with the schema chosen by the recipe: ``AgentTrainConfig`` for the
+    multi-turn agent recipes (agent_sft | agent_grpo), ``TrainConfig`` for everything else."""
+    if recipe_of(path, overrides) in AGENT_RECIPES:
+        from vlagent.agent.config import AgentTrainConfig
+
+        return load_config(path, overrides, schema=AgentTrainConfig)
+    return load_config(path, overrides)

@@ -67,7 +67,7 @@ class GuiActionSpace(spaces.Space[dict[str, Any]]):
     def sample(self, mask: Any | None = None, probability: Any | None = None) -> dict[str, Any]:
         """A random valid action mapping."""
         if mask is not None or probability is not None:
-            raise NotImplementedError("GuiActionSpace.sample takes no mask or probability")
+            raise ValueError("GuiActionSpace.sample takes no mask or probability")
         rng = self.np_random
         kind = str(_KINDS[int(rng.choice(len(_KINDS), p=_WEIGHTS))])
 

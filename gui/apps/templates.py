@@ -8,6 +8,7 @@ phone without a dialer) are completed only by ending the episode with ``fail``.
 
 from __future__ import annotations
 
+import abc
 import enum
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -49,7 +50,7 @@ class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TaskTemplate:
+class TaskTemplate(abc.ABC):
     """A family of tasks. Subclasses set the class attributes and override the hooks."""
 
     id: ClassVar[str]
@@ -59,11 +60,13 @@ class TaskTemplate:
     budget: ClassVar[int] = 15
     """Default step budget when a suite does not give one."""
 
+    @abc.abstractmethod
     def instruction(self, p: Any) -> str:
-        raise NotImplementedError
+        """The task text shown to the agent for parameters ``p``."""
 
     def setup(self, state: PhoneState, p: Any, rng: np.random.Generator) -> None:
-        """Make the seeded state fit the task (mutates ``state``)."""
+        """Make the seeded state fit the task (mutates ``state``); the default keeps it."""
+        return None
 
     def goal(self, initial: PhoneState, state: PhoneState, p: Any) -> bool:
         """Whether ``state`` completes the task (feasible, non-answer templates)."""
@@ -71,7 +74,7 @@ class TaskTemplate:
 
     def expected_answer(self, initial: PhoneState, p: Any) -> str:
         """The right answer (answer templates)."""
-        raise NotImplementedError
+        raise TypeError(f"task template {self.id!r} is not an answer task: it has no answer")
 
 
 def _say_time(hour: int, minute: int) -> str:

@@ -36,7 +36,7 @@ class Screenshot(spaces.Space[np.ndarray]):
     def sample(self, mask: Any | None = None, probability: Any | None = None) -> np.ndarray:
         """A random-noise screenshot of random size (sides in ``[1, sample_max_side]``)."""
         if mask is not None or probability is not None:
-            raise NotImplementedError("Screenshot.sample takes no mask or probability")
+            raise ValueError("Screenshot.sample takes no mask or probability")
         h = int(self.np_random.integers(1, min(self.max_height, self.sample_max_side) + 1))
         w = int(self.np_random.integers(1, min(self.max_width, self.sample_max_side) + 1))
         return self.np_random.integers(0, 256, (h, w, 3), dtype=np.uint8)

@@ -182,6 +182,8 @@ _WIDGETS: tuple[Kind, ...] = ("button", "icon", "toggle", "text_field", "list_ro
 
 LEVELS: dict[str, ScreenLevel] = {
     "basic": ScreenLevel(name="basic"),
+    # ``basic`` at the training resolution of the GRPO-vs-TRL benchmark (docs/BENCHMARKS.md).
+    "basic448": ScreenLevel(name="basic448", width=448, height=448),
     "basic2": ScreenLevel(name="basic2", n_elements=(2, 3)),
     "shapes": ScreenLevel(
         name="shapes",

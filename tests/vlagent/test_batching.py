@@ -65,7 +65,7 @@ def test_behaviour_logprobs_match_teacher_forcing(tiny_dirs, family):
     with torch.no_grad():
         lp = completion_logprobs(
             policy.model,
-            ro.prompts,
+            ro.row_prompts(),
             ro.completion_ids,
             ro.mask,
             temperature=0.7,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from vlagent.config import TrainConfig, load_config, to_yaml
+from vlagent.config import TrainConfig, load_any_config, load_config, to_yaml
 from vlagent.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,8 +22,18 @@ def test_defaults_and_overrides():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "configs").glob("*.yaml")))
 def test_shipped_configs_load(name):
-    cfg = load_config(REPO / "configs" / name)
+    cfg = load_any_config(REPO / "configs" / name)
     assert "recipe:" in to_yaml(cfg)
+
+
+def test_agent_recipe_picks_the_agent_schema():
+    from vlagent.agent.config import AgentTrainConfig
+
+    cfg = load_any_config(REPO / "configs" / "zoom_sft.yaml", ["sft.steps=3"])
+    assert isinstance(cfg, AgentTrainConfig) and cfg.recipe == "agent_sft"
+    assert isinstance(load_any_config(None, ["recipe=sft"]), TrainConfig)
+    with pytest.raises(ConfigError, match="pixel_budget"):
+        load_config(REPO / "configs" / "zoom_sft.yaml")  # the single-turn schema names the key
 
 
 def test_unknown_yaml_key_names_file_and_key(tmp_path):
@@ -42,6 +53,12 @@ def test_wrong_type_names_key():
     [
         ("grpo.group_size=1", "grpo.group_size"),
         ("grpo.kl_coef=-0.1", "grpo.kl_coef"),
+        ("algo=gspo grpo.aggregation=token_mean", "grpo.loss / grpo.aggregation"),
+        ("algo=gspo grpo.dual_clip=3", "grpo.loss / grpo.dual_clip"),
+        ("grpo.advantage=dr_grpo", "grpo.advantage / grpo.scale_by_std"),
+        ("grpo.kl_in_reward=true", "grpo.kl_in_reward / grpo.kl_coef"),
+        ("grpo.dual_clip=0.5", "grpo.dual_clip"),
+        ("grpo.group_size=3 grpo.minibatches=5", "grpo.minibatches"),
         ("model.family=llava", "model.family"),
         ("task.answer_format=xml", "task.answer_format"),
         ("recipe=ppo", "recipe"),
@@ -49,8 +66,8 @@ def test_wrong_type_names_key():
     ],
 )
 def test_range_checks_name_field(override, field):
-    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
-        load_config(None, [override])
+    with pytest.raises(ConfigError, match=re.escape(field)):
+        load_config(None, override.split())
 
 
 def test_missing_file_and_malformed_override(tmp_path):

@@ -7,6 +7,9 @@ it) and evaluate on the same held-out screens.
 
     python -m vlagent.experiments.algos --seeds 0,1,2 --algos grpo,dr_grpo,dapo \\
         --json docs/results/algos_compare.json
+
+``--sft-from runs/quickstart3/seed_{seed}/sft/final`` starts from the quickstart's own SFT
+checkpoints instead (then the ``grpo`` column re-runs the quickstart's GRPO phase).
 """
 
 from __future__ import annotations
@@ -41,12 +44,23 @@ def held_out(path: str, cfg: Any) -> float:
 
 
 def run_seed(
-    seed: int, algos: list[str], out: Path, samples: int, overrides: list[str]
+    seed: int,
+    algos: list[str],
+    out: Path,
+    samples: int,
+    overrides: list[str],
+    sft_from: str | None = None,
 ) -> dict[str, Any]:
-    """SFT once, then every preset from the same checkpoint; returns accuracies and steps."""
+    """SFT once (or take ``sft_from``, a folder template with ``{seed}``), then every preset
+    from that same checkpoint; returns accuracies and steps."""
     base = load_config(
         REPO / "configs" / "quickstart.yaml", [f"run.seed={seed}", "run.progress=false", *overrides]
     )
+    if sft_from:
+        sft_dir = sft_from.format(seed=seed)
+        if not (Path(sft_dir) / "config.json").is_file():
+            raise SystemExit(f"--sft-from: {sft_dir} is not a checkpoint (no config.json)")
+        return _train_algos(seed, algos, out, samples, overrides, sft_dir, base)
     model = dataclasses.replace(
         base.model, path=str(out / f"seed_{seed}" / "model"), tiny_seed=seed
     )
@@ -61,7 +75,24 @@ def run_seed(
     )
     ensure_model(sft_cfg.model)
     sft = run_sft(sft_cfg)
-    row: dict[str, Any] = {"seed": seed, "sft": held_out(sft.final_dir, base), "algos": {}}
+    return _train_algos(seed, algos, out, samples, overrides, sft.final_dir, base)
+
+
+def _train_algos(
+    seed: int,
+    algos: list[str],
+    out: Path,
+    samples: int,
+    overrides: list[str],
+    sft_dir: str,
+    base: Any,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "seed": seed,
+        "sft_checkpoint": sft_dir,
+        "sft": held_out(sft_dir, base),
+        "algos": {},
+    }
     for algo in algos:
         cfg = load_config(
             REPO / "configs" / "quickstart.yaml",
@@ -70,7 +101,7 @@ def run_seed(
                 "run.progress=false",
                 f"algo={algo}",
                 "recipe=grpo",
-                f"model.path={sft.final_dir}",
+                f"model.path={sft_dir}",
                 "model.build_tiny=false",
                 f"run.out_dir={out / f'seed_{seed}' / algo}",
                 "grpo.steps=100000",
@@ -110,7 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--algos", default="grpo,dr_grpo,dapo")
-    p.add_argument("--samples", type=int, default=12_800, help="generated completions per run")
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=16_000,
+        help="generated completions per run (16,000 = the quickstart's 500 steps x 4 x 8)",
+    )
+    p.add_argument(
+        "--sft-from",
+        default=None,
+        help="start every preset from this SFT checkpoint instead of running SFT; {seed} is "
+        "replaced, e.g. runs/quickstart3/seed_{seed}/sft/final",
+    )
     p.add_argument("--out", default="runs/algos_compare")
     p.add_argument("--json", default=None)
     p.add_argument("overrides", nargs="*")
@@ -119,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_transformers()
     algos = args.algos.split(",")
     rows = [
-        run_seed(int(s), algos, Path(args.out), args.samples, args.overrides)
+        run_seed(int(s), algos, Path(args.out), args.samples, args.overrides, args.sft_from)
         for s in args.seeds.split(",")
     ]
     text = table(rows, algos)

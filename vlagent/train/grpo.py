@@ -75,8 +75,9 @@ def score_rollout(
 ) -> tuple[torch.Tensor, list[dict[str, Any]]]:
     """Rewards [N] and env infos for every completion (row i answers screen keys[i // G])."""
     rewards, infos = [], []
+    frames = rollout.frames
     for i, text in enumerate(rollout.texts):
-        r, info = task.score(text, keys[i // group_size], rollout.prompts.frames[i])
+        r, info = task.score(text, keys[i // group_size], frames[i])
         info["key"] = keys[i // group_size]
         rewards.append(r)
         infos.append(info)
@@ -110,6 +111,7 @@ def collect(
             max_new_tokens=g.max_new_tokens,
             temperature=g.temperature,
             generator_seed=step_seed(cfg.run.seed, step, round_),
+            engine="prefix" if g.shared_prefix else "hf_generate",
         )
         rewards, infos = score_rollout(task, rollout, batch_keys, g.group_size)
         sampled += len(rollout)

@@ -18,6 +18,7 @@ from vlagent.algo_config import GRPOConfig
 from vlagent.algos.losses import policy_loss
 from vlagent.batching import completion_logprobs, forbidden_token_ids
 from vlagent.rollout.hf import Rollout
+from vlagent.rollout.prefix import completion_logprobs_shared
 
 
 @dataclasses.dataclass
@@ -59,17 +60,34 @@ def sequence_logprobs(
     mask: torch.Tensor,
     entropy_out: list | None = None,
 ) -> torch.Tensor:
-    """Current-policy log-probs [n, T] of ``rollout`` rows (with grad if enabled)."""
+    """Current-policy log-probs [n, T] of ``rollout`` rows (with grad if enabled).
+
+    Rows that continue the same prompt share one prefill (``rollout/prefix.py``); with gradient
+    checkpointing (which disables the KV cache in training) or ``grpo.shared_prefix=false``
+    every row is run in full.
+    """
     sub = rollout.select(rows)
     device = policy.model.device
-    return completion_logprobs(
-        policy.model,
-        sub.prompts.to(device),
-        sub.completion_ids.to(device),
-        mask.to(device),
+    common = dict(
         temperature=g.temperature,
         forbidden=forbidden_token_ids(policy.tokenizer),
         entropy_out=entropy_out,
+    )
+    if g.gradient_checkpointing or not g.shared_prefix:
+        return completion_logprobs(
+            policy.model,
+            sub.row_prompts().to(device),
+            sub.completion_ids.to(device),
+            mask.to(device),
+            **common,
+        )
+    return completion_logprobs_shared(
+        policy.model,
+        sub.prompts.to(device),
+        sub.row_prompt.to(device),
+        sub.completion_ids.to(device),
+        mask.to(device),
+        **common,
     )
 
 

@@ -1,0 +1,173 @@
+"""Group prefix sharing: encode each screenshot and prefill each prompt once, then reuse the KV cache.
+
+A GRPO group's G samples share one prompt and one image. Instead of running the vision tower
+and the prompt prefill G times, we run them once per *distinct* prompt and expand the KV cache
+to the rows that continue it (``DynamicCache.batch_select_indices``). This is used both when
+sampling (``sample_with_prefix``) and when computing training log-probs
+(``completion_logprobs_shared``), where gradients flow back through the expanded cache into the
+shared prompt computation — the same math as a full forward per row, at a fraction of the cost.
+
+Positions: Qwen-VL models take position ids [4, N, L] — row 0 the plain text index (the
+number of attended tokens before this one), rows 1–3 the M-RoPE (t, h, w) index, which for text
+after the prompt is the text index plus the prompt's ``rope_delta`` (computed by the model
+during prefill from the image grid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from vlagent.batching import PromptBatch, mask_logits
+
+
+def _rope_deltas(model: Any, batch: int, device: torch.device) -> torch.Tensor:
+    deltas = getattr(model.model, "rope_deltas", None)
+    if deltas is None:
+        return torch.zeros(batch, 1, dtype=torch.long, device=device)
+    return deltas.to(device)
+
+
+def text_positions(attention: torch.Tensor, deltas: torch.Tensor, new: int) -> torch.Tensor:
+    """Position ids [4, N, new] of the last ``new`` columns of ``attention`` [N, L].
+
+    Args:
+        attention: [N, L] attention mask over cached + new tokens.
+        deltas: [N, 1] M-RoPE offset of each row's prompt.
+        new: number of trailing columns that are being fed now.
+    """
+    idx = (attention.long().cumsum(-1) - 1).clamp(min=0)[:, -new:]  # [N, new]
+    mrope = idx + deltas  # [N, new]
+    return torch.stack([idx, mrope, mrope, mrope])  # [4, N, new]
+
+
+def prefill(model: Any, prompts: PromptBatch) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """Forward U prompts with a cache.
+
+    Returns:
+        (cache over U rows, logits of the last prompt position [U, V], rope deltas [U, 1]).
+    """
+    out = model(**prompts.inputs, use_cache=True, logits_to_keep=1)
+    ids = prompts.inputs["input_ids"]
+    return out.cache, out.logits[:, -1, :], _rope_deltas(model, ids.shape[0], ids.device)
+
+
+@torch.no_grad()
+def sample_with_prefix(
+    model: Any,
+    prompts: PromptBatch,
+    *,
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float,
+    greedy: bool,
+    forbidden: Sequence[int],
+    eos: Sequence[int],
+    pad_id: int,
+    seed: int | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decode G completions for each of B prompts with one prefill per prompt.
+
+    Args:
+        prompts: B prompts on the model's device (left padded).
+    Returns:
+        (completion ids [B·G, T] with ``pad_id`` after eos, log-probs [B·G, T] of the sampled
+        tokens under softmax(masked logits / temperature); T ≤ max_new_tokens).
+    """
+    device = prompts.inputs["input_ids"].device
+    cache, logits, deltas = prefill(model, prompts)
+    rows = torch.arange(len(prompts), device=device).repeat_interleave(group_size)  # [N]
+    if group_size > 1:
+        cache.batch_select_indices(rows)
+    logits, deltas = logits[rows], deltas[rows]
+    attention = prompts.inputs["attention_mask"][rows]  # [N, P]
+    n = rows.shape[0]
+    gen = torch.Generator(device=device)
+    if seed is not None:
+        gen.manual_seed(seed)
+    eos_t = torch.tensor(list(eos), device=device)
+    ids = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
+    logps = torch.zeros(n, max_new_tokens, device=device)
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    steps = 0
+    for t in range(max_new_tokens):
+        scores = mask_logits(logits.float(), forbidden)
+        if greedy:
+            tok = scores.argmax(-1)
+            logp = torch.log_softmax(scores, -1)
+        else:
+            logp = torch.log_softmax(scores / temperature, -1)
+            tok = torch.multinomial(logp.exp(), 1, generator=gen).squeeze(-1)
+        tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+        ids[:, t] = tok
+        logps[:, t] = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
+        done |= torch.isin(tok, eos_t)
+        steps = t + 1
+        if bool(done.all()) or t + 1 == max_new_tokens:
+            break
+        attention = torch.cat(
+            [attention, torch.ones(n, 1, dtype=attention.dtype, device=device)], dim=1
+        )
+        out = model(
+            input_ids=tok[:, None],
+            cache=cache,
+            attention_mask=attention,
+            position_ids=text_positions(attention, deltas, 1),
+            use_cache=True,
+        )
+        logits = out.logits[:, -1, :]
+    return ids[:, :steps], logps[:, :steps]
+
+
+def completion_logprobs_shared(
+    model: Any,
+    prompts: PromptBatch,
+    row_prompt: torch.Tensor,
+    completion_ids: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    forbidden: Sequence[int] | None = None,
+    entropy_out: list[torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Teacher-forced log-probs of completions that continue a few distinct prompts.
+
+    Args:
+        prompts: U distinct prompts (left padded).
+        row_prompt: [n] which prompt each completion row continues.
+        completion_ids, mask: [n, T].
+    Returns:
+        [n, T] log-probs (zero where ``mask`` is 0), differentiable w.r.t. the model, equal to
+        ``batching.completion_logprobs`` on the repeated prompts.
+    """
+    cache, first, deltas = prefill(model, prompts)  # first: [U, V]
+    cache.batch_select_indices(row_prompt)
+    deltas = deltas[row_prompt]
+    n, t = completion_ids.shape
+    attention = torch.cat(
+        [
+            prompts.inputs["attention_mask"][row_prompt],
+            mask.to(prompts.inputs["attention_mask"].dtype),
+        ],
+        dim=1,
+    )
+    logits = first[row_prompt][:, None, :]  # [n, 1, V]: predicts completion token 0
+    if t > 1:
+        att = attention[:, :-1]  # prompt + completion tokens 0..T-2 are fed / attended
+        out = model(
+            input_ids=completion_ids[:, :-1],
+            cache=cache,
+            attention_mask=att,
+            position_ids=text_positions(att, deltas, t - 1),
+            use_cache=True,
+        )
+        logits = torch.cat([logits, out.logits], dim=1)  # [n, T, V]
+    logp = torch.log_softmax(mask_logits(logits.float(), forbidden) / temperature, dim=-1)
+    tok = logp.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [n, T]
+    if entropy_out is not None:
+        with torch.no_grad():
+            probs = logp.exp()
+            entropy_out.append(-(probs * logp.masked_fill(probs == 0, 0.0)).sum(-1) * mask)
+    return tok * mask
