@@ -334,3 +334,29 @@ def ensure_sft_start(
     }
     atomic_write_json(info_path, info)
     return {**info, "cached": False}
+
+
+def threshold_result(
+    evals: list[tuple[int, float, float, float]], t0: float, threshold: float
+) -> dict[str, Any]:
+    """Training seconds until held-out accuracy first reached ``threshold``, evals excluded.
+
+    Args:
+        evals: per eval, in order: (step, accuracy, wall start time, eval seconds).
+        t0: wall time training began.
+    """
+    curve, excluded, reached = [], 0.0, None
+    for step, accuracy, start, eval_seconds in evals:
+        seconds = start - t0 - excluded
+        curve.append({"step": step, "accuracy": accuracy, "train_seconds": seconds})
+        excluded += eval_seconds
+        if reached is None and accuracy >= threshold:
+            reached = curve[-1]
+    return {
+        "reached": reached is not None,
+        "seconds": reached["train_seconds"] if reached else None,
+        "steps": reached["step"] if reached else None,
+        "best_accuracy": max((c["accuracy"] for c in curve), default=None),
+        "eval_seconds_excluded": excluded,
+        "curve": curve,
+    }

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchError, JobConfig, ThresholdConfig, max_rss_mb
+from bench.common import BenchError, JobConfig, ThresholdConfig, max_rss_mb, threshold_result
 
 KNOWN_PHASES = {
     "time/generate": "generate",
@@ -201,18 +201,8 @@ def _threshold_result(
     # The first step started train_seconds (its own duration) before its row was written.
     t0 = rows[0]["time"] - rows[0]["train_seconds"]
     val_rows = [r for r in rows if r.get("val/accuracy") is not None]
-    curve, excluded, reached = [], 0.0, None
-    for r, e in zip(val_rows, hook.evals, strict=False):
-        seconds = e["start_time"] - t0 - excluded
-        curve.append({"step": r["step"], "accuracy": e["accuracy"], "train_seconds": seconds})
-        excluded += e["eval_seconds"]
-        if reached is None and e["accuracy"] >= ttt.threshold:
-            reached = curve[-1]
-    return {
-        "reached": reached is not None,
-        "seconds": reached["train_seconds"] if reached else None,
-        "steps": reached["step"] if reached else None,
-        "best_accuracy": max((c["accuracy"] for c in curve), default=None),
-        "eval_seconds_excluded": excluded,
-        "curve": curve,
-    }
+    evals = [
+        (r["step"], e["accuracy"], e["start_time"], e["eval_seconds"])
+        for r, e in zip(val_rows, hook.evals, strict=False)
+    ]
+    return threshold_result(evals, t0, ttt.threshold)

@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import JobConfig, ThresholdConfig, max_rss_mb
+from bench.common import JobConfig, ThresholdConfig, max_rss_mb, threshold_result
 
 
 def grpo_config_kwargs(job: JobConfig, run_dir: Path, max_steps: int) -> dict[str, Any]:
@@ -335,18 +335,5 @@ def _add_threshold_callback(trainer: Any, policy: Any, task: Any, ttt: Threshold
 
 
 def _threshold_result(clock: PhaseClock, cb: Any, ttt: ThresholdConfig) -> dict[str, Any]:
-    curve, excluded, reached = [], 0.0, None
-    for e in cb.evals:
-        seconds = e["start"] - clock.train_begin - excluded
-        curve.append({"step": e["step"], "accuracy": e["accuracy"], "train_seconds": seconds})
-        excluded += e["eval_seconds"]
-        if reached is None and e["accuracy"] >= ttt.threshold:
-            reached = curve[-1]
-    return {
-        "reached": reached is not None,
-        "seconds": reached["train_seconds"] if reached else None,
-        "steps": reached["step"] if reached else None,
-        "best_accuracy": max((c["accuracy"] for c in curve), default=None),
-        "eval_seconds_excluded": excluded,
-        "curve": curve,
-    }
+    evals = [(e["step"], e["accuracy"], e["start"], e["eval_seconds"]) for e in cb.evals]
+    return threshold_result(evals, clock.train_begin, ttt.threshold)
