@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+import gui  # noqa: F401  (registers the env ids)
 from sim.screens import generate_screen
 
 
