@@ -8,12 +8,16 @@ from vlagent.codec.grounding import (
     ParseError,
     coord_space_for,
 )
+from vlagent.codec.gui_actions import ACTION_STYLES, ActionStyle, GuiActionCodec
 
 __all__ = [
+    "ACTION_STYLES",
     "ANSWER_FORMATS",
+    "ActionStyle",
     "Answer",
     "AnswerFormat",
     "GroundingCodec",
+    "GuiActionCodec",
     "ParseError",
     "coord_space_for",
 ]
