@@ -12,6 +12,35 @@ from pathlib import Path
 from typing import Any
 
 
+def _default_mode(directory: bool = False) -> int:
+    """The permission bits a plain ``open`` / ``mkdir`` would give under the current umask
+    (``mkstemp`` / ``mkdtemp`` make 0600 / 0700, which would hide results from other users)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp file path beside ``path``; on success it replaces ``path`` in one rename.
+
+    For writers that want a file name (``Image.save``, ``torch.save``). The file gets the
+    umask's usual permissions; on an exception the temp file is removed and ``path`` is kept.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, _default_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 @contextlib.contextmanager
 def atomic_dir(dest: str | Path) -> Iterator[Path]:
     """Yield a temp folder beside ``dest``; on success it replaces ``dest`` in one rename.
@@ -22,7 +51,7 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
-    tmp.chmod(0o755)
+    tmp.chmod(_default_mode(directory=True))
     try:
         yield tmp
     except BaseException:
@@ -40,19 +69,10 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temp file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:

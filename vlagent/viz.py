@@ -13,17 +13,13 @@ from perception_tools.annotate import draw_prediction, tile_images
 
 def save_png(image: np.ndarray, path: str | Path) -> Path:
     """Write a uint8 H×W×3 array as PNG (through a temp file, then rename)."""
-    import os
-    import tempfile
-
     from PIL import Image
 
+    from vlagent.io import atomic_path
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    Image.fromarray(image).save(tmp, format="PNG")
-    os.replace(tmp, path)
+    with atomic_path(path, suffix=".png") as tmp:
+        Image.fromarray(image).save(tmp, format="PNG")
     return path
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
-from vlagent.io import atomic_dir, atomic_write_json
+from vlagent.io import atomic_dir, atomic_path, atomic_write_json
 from vlagent.models.loading import load_policy
 from vlagent.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 
@@ -26,6 +28,24 @@ def test_atomic_json_replaces_whole_file(tmp_path):
     atomic_write_json(f, {"a": 1})
     atomic_write_json(f, {"b": 2})
     assert f.read_text().strip().startswith("{") and '"b": 2' in f.read_text()
+
+
+def test_atomic_writes_get_the_umask_permissions(tmp_path):
+    """Not mkstemp's 0600: a shared results folder must stay readable by others."""
+    old = os.umask(0o022)
+    try:
+        atomic_write_json(tmp_path / "r.json", {"a": 1})
+        with atomic_dir(tmp_path / "ck") as tmp:
+            (tmp / "x").write_text("x")
+        with pytest.raises(ValueError), atomic_path(tmp_path / "r.json") as p:
+            p.write_text("half")
+            raise ValueError("crash")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "ck").stat().st_mode & 0o777 == 0o755
+    assert '"a": 1' in (tmp_path / "r.json").read_text()  # the crash kept the old file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck", "r.json"]
 
 
 def test_checkpoint_crash_mid_save_keeps_latest(tmp_path, tiny_dir, monkeypatch):
