@@ -91,6 +91,20 @@ def test_resume_equals_uninterrupted(tmp_path, tiny_dir):
         assert torch.allclose(pa[k], pb[k], atol=1e-6), k
 
 
+def test_resume_refuses_a_folder_of_another_experiment(tmp_path, tiny_dir):
+    """A checkpoint folder written under another config (here: lr) is not silently continued."""
+    from vlagent.errors import ConfigError
+
+    run_grpo(_grpo_cfg(tmp_path, tiny_dir, "run", 2))
+    assert latest_checkpoint(tmp_path / "run", "grpo") is not None
+    with pytest.raises(ConfigError, match=r"grpo\.lr"):
+        run_grpo(_grpo_cfg(tmp_path, tiny_dir, "run", 3, ["grpo.lr=3e-4"]))
+    # a longer budget is a legitimate resume; run.resume=false starts over in the folder
+    assert run_grpo(_grpo_cfg(tmp_path, tiny_dir, "run", 3)).steps == 3
+    fresh = _grpo_cfg(tmp_path, tiny_dir, "run", 1, ["grpo.lr=3e-4", "run.resume=false"])
+    assert run_grpo(fresh).steps == 1
+
+
 def test_sft_reduces_loss_on_demos(tmp_path, tiny_dir):
     cfg = load_config(
         None,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vlagent.config import to_yaml
+from vlagent.errors import ConfigError
 from vlagent.io import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -73,10 +74,59 @@ class MetricsLogger:
             self._tb.close()
 
 
+# Keys a resumed run may change: budgets, evaluation and run plumbing. Anything else differing
+# from the saved config means the checkpoint belongs to another experiment.
+_RESUME_FREE_PREFIXES = ("run.", "eval.")
+_RESUME_FREE_SUFFIXES = (".steps", ".max_seconds", ".max_samples")
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix[:-1]: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}."))
+    return out
+
+
+def check_resume_config(run_dir: Path, cfg: Any) -> None:
+    """Refuse to resume checkpoints written under a different config.
+
+    Raises:
+        ConfigError: ``run_dir`` has checkpoints and its ``config.yaml`` differs from ``cfg`` in
+            a key other than budgets (``*.steps``, ``*.max_seconds``, ``*.max_samples``),
+            ``eval.*`` or ``run.*``; the message lists the keys.
+    """
+    import yaml
+
+    saved_path = run_dir / "config.yaml"
+    ckpts = run_dir / "checkpoints"
+    if not saved_path.is_file() or not ckpts.is_dir() or not any(ckpts.iterdir()):
+        return
+    old = _flat(yaml.safe_load(saved_path.read_text()) or {})
+    new = _flat(yaml.safe_load(to_yaml(cfg)))
+    diff = [
+        f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k)
+        and not k.startswith(_RESUME_FREE_PREFIXES)
+        and not k.endswith(_RESUME_FREE_SUFFIXES)
+    ]
+    if diff:
+        raise ConfigError(
+            f"{run_dir} holds checkpoints of a run with another config ({'; '.join(diff)}); "
+            "resuming would mix two experiments. Use a new run.out_dir, or run.resume=false "
+            "to start over in this folder."
+        )
+
+
 def prepare_run_dir(cfg: Any) -> Path:
-    """Create the run folder and save the resolved config in it."""
+    """Create the run folder and save the resolved config in it (after checking that a run
+    being resumed has the same config, see ``check_resume_config``)."""
     run_dir = Path(cfg.run.out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.run.resume:
+        check_resume_config(run_dir, cfg)
     (run_dir / "samples").mkdir(exist_ok=True)
     atomic_write_text(run_dir / "config.yaml", to_yaml(cfg))
     return run_dir
