@@ -213,3 +213,30 @@ def test_behaviour_logprobs_equal_teacher_forced_over_three_turns(tiny_dirs, fam
         got, want = logp[k, pos], batch["behaviour_logprobs"][k, pos]
         assert torch.all(want < 0)
         assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+
+
+def test_rollout_picture_has_one_panel_per_observation(tiny_dir):
+    from perception_tools.crop import MARK_RGB
+    from vlagent.agent.viz import PANEL_HEIGHT, render_episode
+
+    rt = _runtime(tiny_dir)
+    # the second zoom looks away from the target, so the target is outside that view
+    texts = [_zoom((0.5, 0.5, 1.0, 1.0)), _zoom((0.0, 0.0, 0.1, 0.1)), '{"point_2d": [1, 2]}']
+    (traj,) = rt.run([_spec(5)], forced=[texts])
+    assert traj.n_images == 3
+    picture = render_episode(traj)
+    assert picture.dtype == np.uint8 and picture.shape[0] > PANEL_HEIGHT
+    widths = sum(round(im.shape[1] * PANEL_HEIGHT / im.shape[0]) for im in traj.images)
+    assert picture.shape[1] >= widths  # panels side by side
+
+    def magenta_on_left_edge(pic: np.ndarray) -> float:
+        """Best share of MARK_RGB pixels over the columns around x = 0.5 of panel 0, along
+        the lower half (where the (0.5, 0.5, 1, 1) zoom's left edge is)."""
+        w0 = round(traj.images[0].shape[1] * PANEL_HEIGHT / traj.images[0].shape[0])
+        pad, x = 4, 4 + round(0.5 * w0)  # tile_images pads 4 px around each cell
+        strip = pic[pad + PANEL_HEIGHT // 2 + 8 : pad + PANEL_HEIGHT - 8, x - 3 : x + 4]
+        return float(np.all(strip == np.array(MARK_RGB), axis=-1).mean(axis=0).max())
+
+    assert magenta_on_left_edge(picture) > 0.95  # the zoom box is drawn where it looked
+    (direct,) = rt.run([_spec(5)], forced=[['{"point_2d": [1, 2]}']])
+    assert magenta_on_left_edge(render_episode(direct)) < 0.05  # no zoom, no box

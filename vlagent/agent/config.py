@@ -186,6 +186,15 @@ class AgentSFTConfig:
     """Episodes per step."""
     lr: float = 1e-3
     """AdamW learning rate."""
+    trace: str = "random"
+    """random: ``gui.grounding.traces.zoom_trace`` (a box around the target with random
+    margins) | grid: the zoom is the window of a fixed grid (``grid_window_*`` of the screen,
+    stride half a window) that holds the target and is centred nearest its colour cluster, so
+    the zoom call is a low-entropy function of what the screenshot shows."""
+    grid_window_w: float = 0.15
+    """Grid trace: window width as a fraction of the screenshot width."""
+    grid_window_h: float = 0.2
+    """Grid trace: window height as a fraction of the screenshot height."""
     p_wrong_first: float = 0.0
     """Trace knob: probability of a first zoom that misses, then a corrected one."""
     zoom_scale_lo: float = 6.0
@@ -201,6 +210,14 @@ class AgentSFTConfig:
         _check(self.steps >= 0, "sft.steps", f"must be >= 0, got {self.steps}")
         _check(self.batch_size >= 1, "sft.batch_size", f"must be >= 1, got {self.batch_size}")
         _check(self.lr > 0, "sft.lr", f"must be > 0, got {self.lr}")
+        _check(
+            self.trace in ("random", "grid"),
+            "sft.trace",
+            f"{self.trace!r} is unknown; use random or grid",
+        )
+        for name in ("grid_window_w", "grid_window_h"):
+            value = getattr(self, name)
+            _check(0.0 < value <= 1.0, f"sft.{name}", f"must be in (0, 1], got {value}")
         _check(
             1.0 <= self.zoom_scale_lo <= self.zoom_scale_hi,
             "sft.zoom_scale_lo",

@@ -18,16 +18,14 @@ mapped back to normalized coordinates of the ORIGINAL screenshot with that obser
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from perception_tools.crop import CropMap, ToolResult
 from perception_tools.geometry import Frame, GeometryError
-from perception_tools.tools import ToolContext, call_tool, render_tool_prompt
+from perception_tools.tools import ToolContext, call_tool
 from vlagent.agent.config import LoopConfig, ToolsConfig
 from vlagent.agent.parse import ToolCallParse, answer_source, parse_tool_call
 from vlagent.agent.tokens import (
@@ -39,61 +37,23 @@ from vlagent.agent.tokens import (
     patch_factor,
     pixel_budget,
     set_pixel_budget,
+    system_prompt,
 )
-from vlagent.agent.trajectory import Trajectory, TurnInfo, pack
+from vlagent.agent.trajectory import EpisodeSpec, Trajectory, TurnInfo, pack
 from vlagent.batching import mask_logits
 from vlagent.codec import Answer, GroundingCodec, coord_space_for
 from vlagent.rollout.hf import eos_ids
-
-_ANSWER_HINT = {
-    "qwen_json": 'When you know the answer, reply with {"point_2d": [x, y]} in the coordinates '
-    "of the latest image.",
-    "think_answer": 'When you know the answer, reply with <answer>{"point": [x, y]}</answer> in '
-    "the coordinates of the latest image.",
-}
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class EpisodeSpec:
-    """One episode to run: a screenshot (full resolution), its instruction and ground truth.
-
-    Attributes:
-        image: uint8 HxWx3 original screenshot (observation_0).
-        instruction: the task text.
-        target_box_norm: target (x0, y0, x1, y1) normalized in the original, or None.
-        key: the screen's source key. group_id: episodes of one screen share it (GRPO).
-    """
-
-    image: np.ndarray
-    instruction: str
-    target_box_norm: tuple[float, float, float, float] | None = None
-    key: int = 0
-    group_id: int = 0
-
-
-def system_prompt(tools: ToolsConfig, answer_format: str) -> str | None:
-    """The system prompt for ``tools.system_prompt`` (None without tools)."""
-    if not tools.enabled or tools.system_prompt == "none":
-        return None
-    if tools.system_prompt == "short":
-        names = ", ".join(tools.names)
-        return (
-            f"Tools: {names}. Call one as "
-            '<tool_call>{"name": "zoom_in", "arguments": {"bbox_2d": [x0, y0, x1, y1]}}</tool_call> '
-            "to see a region enlarged. " + _ANSWER_HINT[answer_format]
-        )
-    return render_tool_prompt(tools.names) + "\n\n" + _ANSWER_HINT[answer_format]
 
 
 class AgentRuntime:
     """Everything one policy needs to run episodes: tokens, codec, tool context, limits.
 
     Args:
-        policy: a loaded ``Policy``; its processor's ``max_pixels`` is set to ``pixel_budget``.
+        policy: a loaded ``Policy``; its processor's ``max_pixels`` is set to ``pixel_budget_px``.
         tools: which tools and how answers are read.
         loop: limits and sampling.
         answer_format: the codec format of final answers.
-        pixel_budget: processor ``max_pixels`` for every observation (0 keeps the processor's).
+        pixel_budget_px: processor ``max_pixels`` for every observation (0 keeps the processor's).
     """
 
     def __init__(

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 from perception_tools.geometry import Frame
+from perception_tools.tools import render_tool_prompt
+from vlagent.agent.config import ToolsConfig
 from vlagent.batching import forbidden_token_ids, image_frame, user_message
 
 
@@ -193,3 +195,25 @@ def observation_ids(
     ids += body + list(tokens.assistant_open)
     mm += [0] * (len(body) + len(tokens.assistant_open))
     return ids, mm
+
+
+_ANSWER_HINT = {
+    "qwen_json": 'When you know the answer, reply with {"point_2d": [x, y]} in the coordinates '
+    "of the latest image.",
+    "think_answer": 'When you know the answer, reply with <answer>{"point": [x, y]}</answer> in '
+    "the coordinates of the latest image.",
+}
+
+
+def system_prompt(tools: ToolsConfig, answer_format: str) -> str | None:
+    """The system prompt for ``tools.system_prompt`` (None without tools)."""
+    if not tools.enabled or tools.system_prompt == "none":
+        return None
+    if tools.system_prompt == "short":
+        names = ", ".join(tools.names)
+        return (
+            f"Tools: {names}. Call one as "
+            '<tool_call>{"name": "zoom_in", "arguments": {"bbox_2d": [x0, y0, x1, y1]}}</tool_call> '
+            "to see a region enlarged. " + _ANSWER_HINT[answer_format]
+        )
+    return render_tool_prompt(tools.names) + "\n\n" + _ANSWER_HINT[answer_format]

@@ -20,6 +20,24 @@ from perception_tools.tools import ToolContext
 from vlagent.codec import Answer, ParseError
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class EpisodeSpec:
+    """One episode to run: a screenshot (full resolution), its instruction and ground truth.
+
+    Attributes:
+        image: uint8 HxWx3 original screenshot (observation_0).
+        instruction: the task text.
+        target_box_norm: target (x0, y0, x1, y1) normalized in the original, or None.
+        key: the screen's source key. group_id: episodes of one screen share it (GRPO).
+    """
+
+    image: np.ndarray
+    instruction: str
+    target_box_norm: tuple[float, float, float, float] | None = None
+    key: int = 0
+    group_id: int = 0
+
+
 @dataclasses.dataclass
 class TurnInfo:
     """One assistant turn and what followed it.
@@ -146,6 +164,11 @@ class Trajectory:
     def n_tool_calls(self) -> int:
         """Tool calls that ran without error."""
         return sum(t.kind == "tool" for t in self.turns)
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """Every well-formed call the policy made, in order (including ones that failed)."""
+        return [t.tool_call for t in self.turns if t.tool_call is not None]
 
     @property
     def zoom_boxes_norm(self) -> list[tuple[float, float, float, float]]:

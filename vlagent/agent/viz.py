@@ -28,6 +28,15 @@ def _clip_box(box: tuple[float, ...]) -> tuple[float, float, float, float] | Non
     return (x0, y0, x1, y1) if x0 < x1 and y0 < y1 else None
 
 
+def _drawable(box: tuple[float, float, float, float] | None, width: int, height: int) -> tuple:
+    """``box`` grown to >= 2 px a side (PIL needs x1 >= x0 after the 1 px inset); a box just
+    off the canvas (invisible) when there is none."""
+    if box is None:
+        return (-4 / width, -4 / height, -2 / width, -2 / height)
+    x0, y0, x1, y1 = box
+    return (x0, y0, max(x1, x0 + 2 / width), max(y1, y0 + 2 / height))
+
+
 def _fit(image: np.ndarray, height: int) -> np.ndarray:
     h, w = image.shape[:2]
     size = (max(1, round(w * height / h)), height)
@@ -65,9 +74,10 @@ def render_episode(traj: Trajectory, height: int = PANEL_HEIGHT) -> np.ndarray:
         caption = f"obs {i}: {said!r}"
         if i == 0:
             caption = f"{traj.instruction[:40]} | {caption}"
+        fitted = _fit(image, height)
         drawn = draw_prediction(
-            _fit(image, height),
-            local_target or (0.0, 0.0, 1e-6, 1e-6),
+            fitted,
+            _drawable(local_target, fitted.shape[1], height),
             point_norm=local_point,
             caption=caption,
             hit=traj.correct,

@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from vlagent.agent.config import AgentTrainConfig
-from vlagent.agent.data import AgentTask, demo_texts, trace_config
+from vlagent.agent.data import AgentTask, demo_texts
 from vlagent.agent.evaluate import monitor_agent
 from vlagent.agent.logprobs import trajectory_logprobs
 from vlagent.agent.loop import AgentRuntime
@@ -57,9 +57,8 @@ def demo_batch(
     s = cfg.sft
     rng = np.random.default_rng([cfg.run.seed, step])
     keys = task.keys("demo", step * s.batch_size, s.batch_size)
-    trace = trace_config(s)
     specs = [task.spec(k, group_id=i) for i, k in enumerate(keys)]
-    forced = [demo_texts(rt, task.sample(k), rng, trace) for k in keys]
+    forced = [demo_texts(rt, task.sample(k), rng, s) for k in keys]
     return rt.run(specs, forced=forced)
 
 
