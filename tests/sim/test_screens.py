@@ -20,6 +20,7 @@ from sim.screens.vocab import ICON_NAMES, SHAPES
 
 SEEDS = {
     "basic": 60,
+    "basic448": 20,
     "basic2": 60,
     "shapes": 60,
     "widgets": 25,

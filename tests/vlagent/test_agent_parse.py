@@ -92,6 +92,7 @@ VALID = '<tool_call>{"name": "zoom_in", "arguments": {"bbox_2d": [0.1, 0.1, 0.9,
 @example(VALID)
 @example(VALID.replace("zoom_in", "<|image_pad|>"))
 @example('<tool_call>{"name": "zoom_in", "arguments": {"bbox_2d": [1, 1, 1, 1]}}</tool_call>')
+@example("<tool_call>" + "[" * 9000)  # longer than the episode's token budget: over_limit
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -104,7 +105,8 @@ def test_loop_survives_hostile_turns(rt, first, text):
     ids = [i for i in ids if i not in rt.tokens.forbidden] or [rt.tokens.eos_id]  # as sampled
     rt.after_turn(traj, ids, None, True, 10_000)
     turn = traj.turns[-1]
-    assert turn.kind in ("answer", "tool", "tool_error")
+    # over_limit: a turn longer than the episode's token budget is recorded, not parsed
+    assert turn.kind in ("answer", "tool", "tool_error", "over_limit")
     pads = sum(i == rt.tokens.image_pad_id for i in traj.input_ids)
     merge = rt.tokens.merge
     assert pads == sum(t * h * w // merge**2 for t, h, w in traj.image_grid_thw)
@@ -113,7 +115,7 @@ def test_loop_survives_hostile_turns(rt, first, text):
     obs = traj.input_ids[turn.end :]
     starts = sum(i == rt.tokens.vision_start_id for i in obs)
     assert starts == (turn.kind == "tool")  # observation text cannot open an image slot
-    if turn.kind == "answer":
+    if turn.kind in ("answer", "over_limit"):
         assert traj.done and len(obs) == 0
     else:  # the observation ends with exactly one turn switch back to the assistant
         tail = list(rt.tokens.assistant_open)

@@ -44,6 +44,23 @@ def test_greedy_prefix_equals_hf_generate(tiny_dirs, family):
     assert torch.allclose(fast.behaviour_logprobs, plain.behaviour_logprobs, atol=1e-4)
 
 
+def test_prefix_sampling_with_lora_wrapped_model(tiny_dirs):
+    """PEFT hides the inner model one level deeper; positions must still be right."""
+    pytest.importorskip("peft")
+    from vlagent.algo_config import LoRAConfig
+    from vlagent.models.lora import wrap_lora
+
+    policy = load_policy(tiny_dirs["qwen2_5_vl"])
+    policy.model = wrap_lora(policy.model, LoRAConfig(enabled=True, r=4))
+    prompts = _prompts(policy)
+    fast = generate(policy, prompts, group_size=2, max_new_tokens=10, greedy=True)
+    plain = generate(
+        policy, prompts, group_size=2, max_new_tokens=10, greedy=True, engine="hf_generate"
+    )
+    assert torch.equal(fast.completion_ids * fast.mask, plain.completion_ids * plain.mask)
+    assert torch.allclose(fast.behaviour_logprobs, plain.behaviour_logprobs, atol=1e-4)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_shared_logprobs_equal_full_forward(tiny_dirs, family):
     policy = load_policy(tiny_dirs[family])

@@ -21,10 +21,24 @@ from typing import Any
 import torch
 
 from vlagent.batching import PromptBatch, mask_logits
+from vlagent.errors import VlagentError
 
 
 def _rope_deltas(model: Any, batch: int, device: torch.device) -> torch.Tensor:
-    deltas = getattr(model.model, "rope_deltas", None)
+    """The M-RoPE offsets [batch, 1] the inner Qwen-VL model stored during the last prefill.
+
+    A PEFT-wrapped policy (LoRA) hides the inner model one level deeper; missing them would
+    silently give wrong positions to every generated token, so a model without the attribute
+    is an error rather than a zero offset.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(base, "model", None)
+    if inner is None or not hasattr(inner, "rope_deltas"):
+        raise VlagentError(
+            f"{type(base).__name__} has no model.rope_deltas: the shared-prefix rollout supports "
+            "Qwen2-VL / Qwen2.5-VL / Qwen3-VL; set grpo.shared_prefix=false for other models"
+        )
+    deltas = inner.rope_deltas
     if deltas is None:
         return torch.zeros(batch, 1, dtype=torch.long, device=device)
     return deltas.to(device)
