@@ -17,10 +17,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from vlagent.agent.config import AgentGRPOConfig, AgentTrainConfig
 from vlagent.agent.data import AgentTask
@@ -32,16 +30,13 @@ from vlagent.agent.trajectory import Trajectory
 from vlagent.agent.viz import save_episodes
 from vlagent.algos.advantages import compute_advantages
 from vlagent.algos.losses import policy_loss
+from vlagent.train.agent_run import start_agent_run
 from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import (
     Timer,
     export_final,
-    load_or_resume,
-    quiet_transformers,
-    setup_threads,
 )
 from vlagent.train.grpo import step_seed
-from vlagent.train.outputs import MetricsLogger, prepare_run_dir
 
 log = logging.getLogger(__name__)
 
@@ -123,27 +118,10 @@ def rollout_batch(
 
 def run_agent_grpo(cfg: AgentTrainConfig, phase: str = "agent_grpo") -> AgentGRPOResult:
     """Run the multi-turn GRPO recipe described by ``cfg`` (module docstring)."""
-    quiet_transformers()
-    setup_threads(cfg.run.threads)
-    torch.manual_seed(cfg.run.seed)
-    run_dir = prepare_run_dir(cfg)
     g, e = cfg.grpo, cfg.eval
-    resumed, opt = load_or_resume(
-        cfg,  # type: ignore[arg-type]  # reads only .model and .run
-        phase,
-        run_dir,
-        lambda p: torch.optim.AdamW(p.model.parameters(), lr=g.lr, weight_decay=0.0),
-    )
-    policy = resumed.policy
-    rt = AgentRuntime(policy, cfg.tools, cfg.loop, cfg.task.answer_format, cfg.task.pixel_budget)
-    task = AgentTask(cfg.task)
-    tool_cfg = cfg.tool_reward.to_reward_config()
-    extra: dict[str, Any] = resumed.state["extra"] if resumed.state else {"train_seconds": 0.0}
-    step = resumed.state["step"] if resumed.state else 0
-    metrics = MetricsLogger(run_dir, phase, resume_step=step if resumed.state else None)
-    bar = tqdm(
-        total=g.steps, initial=step, desc=phase, disable=not cfg.run.progress, dynamic_ncols=True
-    )
+    run = start_agent_run(cfg, phase, g.lr, g.steps, {"train_seconds": 0.0})
+    run_dir, policy, opt, rt, task = run.run_dir, run.policy, run.opt, run.rt, run.task
+    tool_cfg, extra, step, metrics, bar = run.tool_cfg, run.extra, run.step, run.metrics, run.bar
     stop_reason = "steps"
     while step < g.steps:
         if g.max_seconds > 0 and extra["train_seconds"] >= g.max_seconds:

@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from vlagent.agent.config import AgentTrainConfig
 from vlagent.agent.data import AgentTask, demo_texts
@@ -26,15 +25,12 @@ from vlagent.agent.evaluate import monitor_agent
 from vlagent.agent.logprobs import trajectory_logprobs
 from vlagent.agent.loop import AgentRuntime
 from vlagent.agent.trajectory import Trajectory
+from vlagent.train.agent_run import start_agent_run
 from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import (
     Timer,
     export_final,
-    load_or_resume,
-    quiet_transformers,
-    setup_threads,
 )
-from vlagent.train.outputs import MetricsLogger, prepare_run_dir
 
 log = logging.getLogger(__name__)
 
@@ -78,27 +74,10 @@ def sft_loss(rt: AgentRuntime, trajectories: list[Trajectory]) -> tuple[torch.Te
 
 def run_agent_sft(cfg: AgentTrainConfig, phase: str = "agent_sft") -> AgentSFTResult:
     """Run the agent SFT recipe described by ``cfg`` (module docstring)."""
-    quiet_transformers()
-    setup_threads(cfg.run.threads)
-    torch.manual_seed(cfg.run.seed)
-    run_dir = prepare_run_dir(cfg)
     s, e = cfg.sft, cfg.eval
-    resumed, opt = load_or_resume(
-        cfg,  # type: ignore[arg-type]  # reads only .model and .run
-        phase,
-        run_dir,
-        lambda p: torch.optim.AdamW(p.model.parameters(), lr=s.lr, weight_decay=0.0),
-    )
-    policy = resumed.policy
-    rt = AgentRuntime(policy, cfg.tools, cfg.loop, cfg.task.answer_format, cfg.task.pixel_budget)
-    task = AgentTask(cfg.task)
-    tool_cfg = cfg.tool_reward.to_reward_config()
-    extra = resumed.state["extra"] if resumed.state else {"train_seconds": 0.0, "best_val": -1.0}
-    step = resumed.state["step"] if resumed.state else 0
-    metrics = MetricsLogger(run_dir, phase, resume_step=step if resumed.state else None)
-    bar = tqdm(
-        total=s.steps, initial=step, desc=phase, disable=not cfg.run.progress, dynamic_ncols=True
-    )
+    run = start_agent_run(cfg, phase, s.lr, s.steps, {"train_seconds": 0.0, "best_val": -1.0})
+    run_dir, policy, opt, rt, task = run.run_dir, run.policy, run.opt, run.rt, run.task
+    tool_cfg, extra, step, metrics, bar = run.tool_cfg, run.extra, run.step, run.metrics, run.bar
     stop_reason = "steps"
     while step < s.steps:
         if s.max_seconds > 0 and extra["train_seconds"] >= s.max_seconds:
