@@ -22,7 +22,6 @@ import torch
 
 from vlagent.agent.config import AgentGRPOConfig, AgentTrainConfig
 from vlagent.agent.data import AgentTask
-from vlagent.agent.evaluate import monitor_agent
 from vlagent.agent.logprobs import trajectory_logprobs
 from vlagent.agent.loop import AgentRuntime
 from vlagent.agent.reward import advantage_rewards, score_trajectories, summarize
@@ -34,7 +33,6 @@ from vlagent.train.agent_run import start_agent_run
 from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import (
     Timer,
-    export_final,
 )
 from vlagent.train.grpo import step_seed
 
@@ -159,17 +157,7 @@ def run_agent_grpo(cfg: AgentTrainConfig, phase: str = "agent_grpo") -> AgentGRP
         bar.update(1)
         bar.set_postfix(reward=f"{row['reward/mean']:.3f}", acc=f"{row['accuracy']:.2f}")
         if e.every and step % e.every == 0:
-            pics = e.rollout_pictures if cfg.run.samples_every else 0
-            val = monitor_agent(
-                rt,
-                task,
-                tool_cfg,
-                e.monitor_screens,
-                pics,
-                run_dir / "samples",
-                f"{phase}_{step:06d}",
-            )
-            row.update({f"val/{k}": v for k, v in val.items()})
+            row.update(run.validate(cfg, phase, step))
         if cfg.run.samples_every and step % cfg.run.samples_every == 0:
             save_episodes(
                 trajectories, run_dir / "samples", f"{phase}_train_{step:06d}", e.rollout_pictures
@@ -177,11 +165,5 @@ def run_agent_grpo(cfg: AgentTrainConfig, phase: str = "agent_grpo") -> AgentGRP
         metrics.log(step, row)
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
             save_checkpoint(run_dir, phase, step, policy, opt, extra)
-    bar.close()
-    save_checkpoint(run_dir, phase, step, policy, opt, extra)
-    final = export_final(policy, run_dir)
-    metrics.close()
-    log.info(
-        "%s stopped after %d steps (%s), %.1f s", phase, step, stop_reason, extra["train_seconds"]
-    )
-    return AgentGRPOResult(str(final), step, extra["train_seconds"], stop_reason)
+    final = run.finish(phase, step, stop_reason)
+    return AgentGRPOResult(final, step, extra["train_seconds"], stop_reason)

@@ -8,6 +8,7 @@ metrics log and the progress bar.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 import torch
@@ -15,9 +16,13 @@ from tqdm.auto import tqdm
 
 from vlagent.agent.config import AgentTrainConfig
 from vlagent.agent.data import AgentTask
+from vlagent.agent.evaluate import monitor_agent
 from vlagent.agent.loop import AgentRuntime
-from vlagent.train.common import load_or_resume, quiet_transformers, setup_threads
+from vlagent.train.checkpoint import save_checkpoint
+from vlagent.train.common import export_final, load_or_resume, quiet_transformers, setup_threads
 from vlagent.train.outputs import MetricsLogger, prepare_run_dir
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -34,6 +39,37 @@ class AgentRun:
     step: int
     metrics: MetricsLogger
     bar: Any
+
+    def validate(self, cfg: AgentTrainConfig, phase: str, step: int) -> dict[str, float]:
+        """Greedy validation episodes (``eval.monitor_screens``), as ``val/<name>`` scalars;
+        rollout pictures are saved when ``run.samples_every`` is on."""
+        e = cfg.eval
+        pics = e.rollout_pictures if cfg.run.samples_every else 0
+        val = monitor_agent(
+            self.rt,
+            self.task,
+            self.tool_cfg,
+            e.monitor_screens,
+            pics,
+            self.run_dir / "samples",
+            f"{phase}_{step:06d}",
+        )
+        return {f"val/{k}": v for k, v in val.items()}
+
+    def finish(self, phase: str, step: int, stop_reason: str) -> str:
+        """Last checkpoint, the exported ``final/`` model, closed logs; returns ``final/``."""
+        self.bar.close()
+        save_checkpoint(self.run_dir, phase, step, self.policy, self.opt, self.extra)
+        final = export_final(self.policy, self.run_dir)
+        self.metrics.close()
+        log.info(
+            "%s stopped after %d steps (%s), %.1f s",
+            phase,
+            step,
+            stop_reason,
+            self.extra["train_seconds"],
+        )
+        return str(final)
 
 
 def start_agent_run(

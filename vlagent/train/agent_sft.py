@@ -21,7 +21,6 @@ import torch
 
 from vlagent.agent.config import AgentTrainConfig
 from vlagent.agent.data import AgentTask, demo_texts
-from vlagent.agent.evaluate import monitor_agent
 from vlagent.agent.logprobs import trajectory_logprobs
 from vlagent.agent.loop import AgentRuntime
 from vlagent.agent.trajectory import Trajectory
@@ -29,7 +28,6 @@ from vlagent.train.agent_run import start_agent_run
 from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import (
     Timer,
-    export_final,
 )
 
 log = logging.getLogger(__name__)
@@ -77,7 +75,7 @@ def run_agent_sft(cfg: AgentTrainConfig, phase: str = "agent_sft") -> AgentSFTRe
     s, e = cfg.sft, cfg.eval
     run = start_agent_run(cfg, phase, s.lr, s.steps, {"train_seconds": 0.0, "best_val": -1.0})
     run_dir, policy, opt, rt, task = run.run_dir, run.policy, run.opt, run.rt, run.task
-    tool_cfg, extra, step, metrics, bar = run.tool_cfg, run.extra, run.step, run.metrics, run.bar
+    extra, step, metrics, bar = run.extra, run.step, run.metrics, run.bar
     stop_reason = "steps"
     while step < s.steps:
         if s.max_seconds > 0 and extra["train_seconds"] >= s.max_seconds:
@@ -108,29 +106,13 @@ def run_agent_sft(cfg: AgentTrainConfig, phase: str = "agent_sft") -> AgentSFTRe
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}", best=f"{extra['best_val']:.3f}")
         if e.every and step % e.every == 0:
-            pics = e.rollout_pictures if cfg.run.samples_every else 0
-            val = monitor_agent(
-                rt,
-                task,
-                tool_cfg,
-                e.monitor_screens,
-                pics,
-                run_dir / "samples",
-                f"{phase}_{step:06d}",
-            )
-            row.update({f"val/{k}": v for k, v in val.items()})
-            extra["best_val"] = max(extra["best_val"], val["accuracy"])
+            row.update(run.validate(cfg, phase, step))
+            extra["best_val"] = max(extra["best_val"], row["val/accuracy"])
         metrics.log(step, row)
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
             save_checkpoint(run_dir, phase, step, policy, opt, extra)
         if s.stop_accuracy > 0 and extra["best_val"] >= s.stop_accuracy:
             stop_reason = "stop_accuracy"
             break
-    bar.close()
-    save_checkpoint(run_dir, phase, step, policy, opt, extra)
-    final = export_final(policy, run_dir)
-    metrics.close()
-    log.info(
-        "%s stopped after %d steps (%s), %.1f s", phase, step, stop_reason, extra["train_seconds"]
-    )
-    return AgentSFTResult(str(final), step, extra["train_seconds"], extra["best_val"], stop_reason)
+    final = run.finish(phase, step, stop_reason)
+    return AgentSFTResult(final, step, extra["train_seconds"], extra["best_val"], stop_reason)
