@@ -91,6 +91,11 @@ class GRPOConfig:
     """GRPO std: group | batch | none."""
     reinforce_group_baseline: bool = False
     """REINFORCE++: subtract the group mean before batch normalization."""
+    gigpo_weight: float = 0.0
+    """GiGPO: weight ω of step-level advantages among turns of a group that acted on an equal
+    observation (0: episode-level credit only). Multi-step worlds."""
+    gamma: float = 1.0
+    """Discount of the step returns GiGPO compares (the episode advantage is undiscounted)."""
     loss: str = "ppo_clip"
     """ppo_clip (token ratio) | gspo (sequence ratio)."""
     clip_eps_low: float = 0.2
@@ -205,6 +210,15 @@ class GRPOConfig:
                 f"must be [lo, hi] with 0 <= lo <= hi <= 1, got {lo_hi}",
             )
         _check(self.epochs >= 1, "grpo.epochs", f"must be >= 1, got {self.epochs}")
+        _check(
+            self.gigpo_weight >= 0, "grpo.gigpo_weight", f"must be >= 0, got {self.gigpo_weight}"
+        )
+        _check(0 <= self.gamma <= 1, "grpo.gamma", f"must be in [0, 1], got {self.gamma}")
+        _check(
+            self.max_new_tokens >= 1,
+            "grpo.max_new_tokens",
+            f"must be >= 1, got {self.max_new_tokens}",
+        )
         rows = self.prompts_per_step * self.group_size
         _check(
             self.minibatches >= 1 and rows % self.minibatches == 0,

@@ -7,7 +7,6 @@ Every training command takes ``--config FILE`` (YAML under ``configs/``) and dot
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import os
@@ -22,24 +21,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from vlagent.errors import VlagentError
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
-
-def _config_path(value: str | None, default: str | None) -> Path | None:
-    """A path as given, or a bare name looked up in the repository's ``configs/``."""
-    name = value or default
-    if name is None:
-        return None
-    path = Path(name)
-    if path.exists() or path.suffix:
-        return path
-    return CONFIG_DIR / f"{name}.yaml"
+def _config_path(value: str | None, default: str | None) -> str | None:
+    """A config file path, or a packaged recipe name (``grpo``, ``quickstart`` …)."""
+    return value or default
 
 
 def _add_config_args(p: argparse.ArgumentParser, default: str | None) -> None:
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     p.add_argument(
-        "--config", default=None, help=f"YAML config file or name in configs/ (default: {default})"
+        "--config",
+        default=None,
+        help=f"YAML config file or packaged recipe name (default: {default})",
     )
     p.add_argument("overrides", nargs="*", help="dotted overrides, e.g. grpo.lr=1e-5 run.seed=3")
 
@@ -60,12 +53,10 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace, recipe: str | None = None) -> int:
-    from vlagent.config import AGENT_RECIPES, load_any_config
+    from vlagent.config import load_config
 
     overrides = list(args.overrides) + ([f"recipe={recipe}"] if recipe else [])
-    cfg = load_any_config(_config_path(args.config, None), overrides)
-    if cfg.recipe in AGENT_RECIPES:
-        return _run_agent(cfg, args)
+    cfg = load_config(_config_path(args.config, None), overrides)
     if cfg.recipe == "sft":
         from vlagent.train.sft import run_sft
 
@@ -85,32 +76,13 @@ def cmd_train(args: argparse.Namespace, recipe: str | None = None) -> int:
                 **{k: v for k, v in r.items() if k.startswith("val/")},
             }
             for r in read_metrics(Path(cfg.run.out_dir) / "metrics.jsonl", cfg.recipe)
-            if "val/accuracy" in r
+            if "val/success_rate" in r
         ]
         atomic_write_json(
             args.json,
             {"command": " ".join(sys.argv), "result": result.__dict__, "val_curve": curve},
         )
     sys.stdout.write(json.dumps(result.__dict__, indent=2) + "\n")
-    return 0
-
-
-def _run_agent(cfg, args: argparse.Namespace) -> int:  # noqa: ANN001  (AgentTrainConfig)
-    """The multi-turn "thinking with images" recipes (configs/zoom_*.yaml)."""
-    if cfg.recipe == "agent_sft":
-        from vlagent.train.agent_sft import run_agent_sft
-
-        result = run_agent_sft(cfg)
-    else:
-        from vlagent.train.agent_grpo import run_agent_grpo
-
-        result = run_agent_grpo(cfg)
-    out = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(result.__dict__)
-    if args.json:
-        from vlagent.io import atomic_write_json
-
-        atomic_write_json(args.json, {"command": " ".join(sys.argv), "result": out})
-    sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
     return 0
 
 
@@ -122,29 +94,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from vlagent.config import load_config
-    from vlagent.eval.grounding import baselines, evaluate_policy
+    from vlagent.eval.evaluate import evaluate
     from vlagent.io import atomic_write_json
     from vlagent.models.loading import load_policy
-    from vlagent.tasks import GroundingTask
     from vlagent.train.common import quiet_transformers
+    from vlagent.worlds import make_world
 
     quiet_transformers()
     cfg = load_config(_config_path(args.config, None), args.overrides)
     policy = load_policy(args.model, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
-    task = GroundingTask(cfg.task, policy.family)
-    n = (
-        cfg.eval.num_screens
-        if task.source.num_samples is None
-        else min(cfg.eval.num_screens, task.source.num_samples)
+    world = make_world(cfg, policy)
+    report = evaluate(
+        world,
+        policy,
+        "test",
+        cfg.eval.num_screens,
+        batch_size=cfg.eval.batch_size,
+        max_new_tokens=cfg.eval.max_new_tokens,
+        episodes_per_task=args.episodes,
     )
-    keys = task.keys("test", 0, n)
-    report = evaluate_policy(
-        policy, task, keys, batch_size=cfg.eval.batch_size, max_new_tokens=cfg.eval.max_new_tokens
-    )
-    out = {"model": args.model, **report.summary(), "baselines": baselines(task, keys)}
+    ids = [t.task_id for t in report.trajectories]
+    out = {
+        "model": args.model,
+        "world": cfg.world,
+        **report.summary(),
+        "baselines": world.baselines(ids),
+    }
+    if args.pictures:
+        world.save_pictures(report.trajectories[: args.pictures], Path(args.pictures_dir), "eval")
+    world.close()
     if args.out:
         atomic_write_json(args.out, out)
-    sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
     return 0
 
 
@@ -185,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "train",
-        help="run the recipe named by the config's `recipe` (sft | grpo | agent_sft | agent_grpo)",
+        help="run the config's `recipe` (sft | grpo) in its `world` (grounding | zoom | apps)",
     )
     _add_config_args(p, None)
     p.set_defaults(func=cmd_train)
@@ -194,9 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p, None)
     p.set_defaults(func=lambda a: cmd_train(a, "sft"))
 
-    p = sub.add_parser("eval", help="held-out accuracy of a checkpoint on the config's task")
+    p = sub.add_parser(
+        "eval", help="held-out success of a checkpoint in the config's world (greedy episodes)"
+    )
     p.add_argument("--model", required=True, help="checkpoint folder or hub id")
     p.add_argument("--out", default=None, help="write the report as JSON here")
+    p.add_argument("--episodes", type=int, default=1, help="episodes per task (reset seeds 0..k-1)")
+    p.add_argument("--pictures", type=int, default=0, help="save this many annotated episodes")
+    p.add_argument("--pictures-dir", default="runs/eval_pictures", help="where pictures go")
     _add_config_args(p, None)
     p.set_defaults(func=cmd_eval)
 
@@ -216,9 +202,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("envs", help="list registered environments")
     p.set_defaults(func=cmd_envs)
 
-    from vlagent.apps.cli import add_eval_suite_parser
-
-    add_eval_suite_parser(sub)
     return parser
 
 

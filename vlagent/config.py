@@ -15,8 +15,21 @@ from typing import Any
 
 from vlagent.algo_config import PRESETS, GRPOConfig, LoRAConfig
 from vlagent.errors import ConfigError
+from vlagent.world_config import AppsConfig, LoopConfig, TaskConfig, ToolsConfig
 
-__all__ = ["GRPOConfig", "LoRAConfig", "TrainConfig", "load_config", "to_yaml"]
+__all__ = [
+    "AppsConfig",
+    "GRPOConfig",
+    "LoRAConfig",
+    "LoopConfig",
+    "TaskConfig",
+    "ToolsConfig",
+    "TrainConfig",
+    "load_config",
+    "to_yaml",
+]
+RECIPES_DIR = Path(__file__).parent / "configs"
+"""The YAML recipes shipped inside the package (``vlagent train --config grpo``)."""
 
 
 def _check(cond: bool, field: str, msg: str) -> None:
@@ -57,62 +70,6 @@ class ModelConfig:
 
 
 @dataclasses.dataclass
-class TaskConfig:
-    """The grounding task: where screens come from, how answers are written, how they are scored."""
-
-    source: str = "synthetic"
-    """synthetic (procedural screens) | screenspot (annotation file + image folder)."""
-    level: str = "basic"
-    """Synthetic difficulty level (see ``sim.screens.LEVELS``)."""
-    annotation_file: str = ""
-    """ScreenSpot JSON file (source=screenspot)."""
-    image_dir: str = ""
-    """Folder with the ScreenSpot images (source=screenspot)."""
-    screenspot_version: str = "v2"
-    """v1 (bbox = x,y,w,h) | v2 | pro (bbox = x0,y0,x1,y1)."""
-    answer_format: str = "qwen_json"
-    """think_answer (<answer>{"point": [x, y]}</answer>) | qwen_json ({"point_2d": [x, y]})."""
-    answer_kind: str = "point"
-    """point | box: what demonstrations answer with."""
-    reward: dict[str, Any] = dataclasses.field(
-        default_factory=lambda: {"point_in_box": 1.0, "gaussian_point": 0.5, "format": 0.1}
-    )
-    """Reward terms and weights (``rewards.RewardSpec.from_dict``)."""
-    train_seed_offset: int = 0
-    """Training screens use seeds from here on."""
-    eval_seed_offset: int = 1_000_000_000
-    """Held-out screens use seeds from here on (disjoint from training)."""
-
-    def __post_init__(self) -> None:
-        _check(
-            self.source in ("synthetic", "screenspot"),
-            "task.source",
-            f"{self.source!r} is unknown; use synthetic or screenspot",
-        )
-        _check(
-            self.answer_format in ("think_answer", "qwen_json"),
-            "task.answer_format",
-            f"{self.answer_format!r} is unknown; use think_answer or qwen_json",
-        )
-        _check(
-            self.answer_kind in ("point", "box"),
-            "task.answer_kind",
-            f"{self.answer_kind!r} is unknown; use point or box",
-        )
-        if self.source == "screenspot":
-            _check(
-                bool(self.annotation_file),
-                "task.annotation_file",
-                "required when task.source=screenspot",
-            )
-        _check(
-            abs(self.eval_seed_offset - self.train_seed_offset) >= 10_000_000,
-            "task.eval_seed_offset",
-            "must be at least 10,000,000 away from task.train_seed_offset so eval screens stay unseen",
-        )
-
-
-@dataclasses.dataclass
 class SFTConfig:
     """Supervised warm start on demonstrations rendered from ground truth."""
 
@@ -125,9 +82,9 @@ class SFTConfig:
     lr: float = 1e-3
     """AdamW learning rate."""
     num_demos: int = 0
-    """Size of the fixed demonstration set (0 = a fresh screen for every sample)."""
-    demo_seed_offset: int = 500_000_000
-    """Demonstration screens use seeds from here on."""
+    """Size of the fixed demonstration set (0 = a fresh task for every sample)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm (0 = off)."""
     stop_accuracy: float = 0.0
     """Stop once held-out accuracy (on ``eval.monitor_screens``) reaches this (0 = off)."""
     plateau_patience: int = 0
@@ -147,7 +104,9 @@ class EvalConfig:
     batch_size: int = 64
     """Prompts per greedy decoding batch."""
     max_new_tokens: int = 24
-    """Completion budget when evaluating."""
+    """Token budget of each turn when evaluating."""
+    rollout_pictures: int = 4
+    """Episodes drawn as annotated PNGs per monitor / final eval."""
 
 
 @dataclasses.dataclass
@@ -172,13 +131,20 @@ class RunConfig:
 
 @dataclasses.dataclass
 class TrainConfig:
-    """Everything a run needs. ``recipe`` picks the loop: sft | grpo."""
+    """Everything a run needs. ``recipe`` picks the loop (sft | grpo), ``world`` the env."""
 
     recipe: str = "grpo"
+    """sft | grpo."""
+    world: str = "grounding"
+    """The env + adapter the recipe trains in: grounding | zoom | apps, or any name added with
+    ``vlagent.worlds.register_world``."""
     algo: str = "grpo"
     """Preset of grpo.* values: grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp (see docs/ALGORITHMS.md)."""
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    tools: ToolsConfig = dataclasses.field(default_factory=ToolsConfig)
+    loop: LoopConfig = dataclasses.field(default_factory=LoopConfig)
+    apps: AppsConfig = dataclasses.field(default_factory=AppsConfig)
     sft: SFTConfig = dataclasses.field(default_factory=SFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)
@@ -248,8 +214,18 @@ def load_config(
         if path is not None:
             where = str(path)
             p = Path(path)
+            if (
+                not p.is_file()
+                and "/" not in str(path)
+                and (RECIPES_DIR / f"{path}.yaml").is_file()
+            ):
+                p = RECIPES_DIR / f"{path}.yaml"  # a packaged recipe name: grpo, quickstart, ...
             if not p.is_file():
-                raise ConfigError(f"config file {where} does not exist")
+                raise ConfigError(
+                    f"config file {where} does not exist (packaged recipes: "
+                    + ", ".join(sorted(q.stem for q in RECIPES_DIR.glob("*.yaml")))
+                    + ")"
+                )
             loaded = OmegaConf.load(p)
             if not isinstance(loaded, DictConfig):
                 raise ConfigError(
@@ -292,37 +268,3 @@ def to_yaml(cfg: Any) -> str:
     from omegaconf import OmegaConf
 
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
-
-
-AGENT_RECIPES = ("agent_sft", "agent_grpo")
-
-
-def recipe_of(path: str | Path | None, overrides: Sequence[str] = ()) -> str | None:
-    """The ``recipe`` a config file + overrides name (the last ``recipe=`` override wins).
-
-    Reads only the top-level ``recipe`` key; the full config is validated by ``load_config``.
-    """
-    recipe = None
-    if path is not None and Path(path).is_file():
-        import yaml
-
-        try:
-            loaded = yaml.safe_load(Path(path).read_text())
-        except yaml.YAMLError:
-            loaded = None  # load_config reports the YAML error with the file name
-        if isinstance(loaded, dict) and loaded.get("recipe") is not None:
-            recipe = str(loaded["recipe"])
-    for item in overrides:
-        if item.split("=", 1)[0].strip() == "recipe" and "=" in item:
-            recipe = item.split("=", 1)[1].strip()
-    return recipe
-
-
-def load_any_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> Any:
-    """``load_config`` with the schema chosen by the recipe: ``AgentTrainConfig`` for the
-    multi-turn agent recipes (agent_sft | agent_grpo), ``TrainConfig`` for everything else."""
-    if recipe_of(path, overrides) in AGENT_RECIPES:
-        from vlagent.agent.config import AgentTrainConfig
-
-        return load_config(path, overrides, schema=AgentTrainConfig)
-    return load_config(path, overrides)

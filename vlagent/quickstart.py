@@ -23,14 +23,14 @@ from typing import Any
 import psutil
 
 from vlagent.config import TrainConfig
-from vlagent.eval.grounding import baselines, evaluate_policy
+from vlagent.eval.evaluate import evaluate as evaluate_world
 from vlagent.io import atomic_write_json, atomic_write_text
 from vlagent.models.loading import load_policy
-from vlagent.tasks import GroundingTask
 from vlagent.train.common import ensure_model, quiet_transformers, setup_threads
 from vlagent.train.grpo import run_grpo
 from vlagent.train.sft import run_sft
-from vlagent.viz import annotate_records, plot_accuracy, save_png
+from vlagent.viz import plot_accuracy
+from vlagent.worlds import make_world
 
 log = logging.getLogger(__name__)
 STAGES = ("before", "sft", "grpo", "sft_continued")
@@ -75,8 +75,8 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     cfg = dataclasses.replace(
         cfg,
         model=model_cfg,
-        sft=dataclasses.replace(
-            cfg.sft, demo_seed_offset=cfg.sft.demo_seed_offset + seed * 100_000
+        task=dataclasses.replace(
+            cfg.task, demo_seed_offset=cfg.task.demo_seed_offset + seed * 100_000
         ),
     )
     base_model = ensure_model(cfg.model)
@@ -84,22 +84,26 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
 
     def evaluate(path: str, stage: str) -> dict[str, Any]:
         policy = load_policy(path, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
-        task = GroundingTask(cfg.task, policy.family)
-        report = evaluate_policy(
+        world = make_world(cfg, policy)
+        report = evaluate_world(
+            world,
             policy,
-            task,
-            task.keys("test", 0, e.num_screens),
+            "test",
+            e.num_screens,
             batch_size=e.batch_size,
             max_new_tokens=e.max_new_tokens,
         )
-        save_png(annotate_records(task, report.records[:8]), root / "samples" / f"{stage}.png")
+        world.save_pictures(report.trajectories[:8], root / "samples", stage)
         rss.poll()
         log.info("%s: held-out accuracy %.3f (n=%d)", stage, report.accuracy, report.n)
-        return report.summary()
+        out = report.summary()
+        if stage == "before":
+            out["baselines"] = world.baselines(world.task_ids("test", 0, e.num_screens))
+        world.close()
+        return out
 
     results: dict[str, dict[str, Any]] = {"before": evaluate(base_model, "before")}
-    task = GroundingTask(cfg.task, cfg.model.family)
-    base = baselines(task, task.keys("test", 0, e.num_screens))
+    base = results["before"].pop("baselines")
 
     sft = run_sft(_phase_cfg(cfg, root, "sft", base_model, recipe="sft"))
     rss.poll()
@@ -122,6 +126,9 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     summary = {
         "seed": seed,
         "accuracy": {k: results[k]["accuracy"] for k in STAGES},
+        "accuracy_ci95": {
+            k: [results[k]["success_ci_low"], results[k]["success_ci_high"]] for k in STAGES
+        },
         "format_rate": {k: results[k]["format_rate"] for k in STAGES},
         "baselines": base,
         "eval_screens": e.num_screens,

@@ -15,7 +15,6 @@ from vlagent.algos.advantages import (
     reinforce_pp_advantages,
     rloo_advantages,
 )
-from vlagent.algos.grpo import group_advantages
 
 NAN = float("nan")
 
@@ -104,13 +103,6 @@ def test_grpo_hand_computed_group_and_batch_std():
     assert got.tolist() == pytest.approx([0.5 / s, -0.5 / s, 1.0 / s, -1.0 / s])
     for off in (dict(std_level="none"), dict(scale_by_std=False)):
         assert grpo_advantages(rewards, groups, **off).tolist() == [0.5, -0.5, 1.0, -1.0]
-
-
-def test_grpo_group_level_is_the_legacy_group_advantages():
-    for rewards, groups in random_batches(1):
-        for scale in (True, False):
-            new = grpo_advantages(rewards, groups, scale_by_std=scale)
-            assert torch.equal(new, group_advantages(rewards, groups, scale_by_std=scale))
 
 
 def test_grpo_edge_cases():
@@ -208,7 +200,6 @@ def test_constant_float_groups_get_exact_zeros(value, size):
     zeros = [0.0] * size
     for level in ("group", "batch", "none"):
         assert grpo_advantages(rewards, groups, std_level=level)[:size].tolist() == zeros
-    assert group_advantages(rewards, groups)[:size].tolist() == zeros
     assert rloo_advantages(rewards, groups)[:size].tolist() == zeros
     assert reinforce_pp_advantages(rewards, groups, group_baseline=True)[:size].tolist() == zeros
     assert reinforce_pp_advantages(rewards[:size]).tolist() == zeros

@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 
-from vlagent.algos import grpo
 from vlagent.algos.kl import kl_in_reward, kl_k1, kl_k2, kl_k3, kl_penalty
 
 LN2 = math.log(2.0)
@@ -43,9 +42,10 @@ def test_estimators_match_reference(kind):
         assert bool((got >= 0).all())
 
 
-def test_k3_is_the_legacy_kl_k3_and_unknown_kind_raises():
+def test_penalty_dispatches_to_the_estimator_and_unknown_kind_raises():
     lp, ref = -torch.rand(3, 4), -torch.rand(3, 4)
-    assert torch.equal(kl_penalty(lp, ref, "k3"), grpo.kl_k3(lp, ref))
+    for kind, fn in (("k1", kl_k1), ("k2", kl_k2), ("k3", kl_k3)):
+        assert torch.equal(kl_penalty(lp, ref, kind), fn(lp, ref))
     with pytest.raises(ValueError, match="unknown"):
         kl_penalty(lp, ref, "k4")
 

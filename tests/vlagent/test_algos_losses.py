@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 
-from vlagent.algos.grpo import ppo_clip_loss
 from vlagent.algos.losses import aggregate, gspo_loss, masked_mean, policy_loss, ppo_loss
 
 
@@ -132,22 +131,6 @@ def test_ppo_hand_computed_clip_higher_and_dual_clip():
     loss, stats = ppo_loss(logp, old, adv, torch.ones(1, 4))
     assert loss.item() == pytest.approx(0.4)
     assert stats["clip_frac_dual"] == 0.0
-
-
-@pytest.mark.parametrize("beta", [0.0, 0.1])
-def test_ppo_with_equal_eps_is_the_legacy_ppo_clip_loss(beta):
-    for seed in range(5):
-        logp, old, ref, adv, mask = random_inputs(seed)
-        new, new_stats = ppo_loss(
-            logp, old, adv, mask, clip_eps_low=0.15, clip_eps_high=0.15, ref_logp=ref, kl_coef=beta
-        )
-        legacy, legacy_stats = ppo_clip_loss(
-            logp, old, adv, mask, clip_eps=0.15, ref_logp=ref, kl_coef=beta
-        )
-        assert new.item() == pytest.approx(legacy.item(), rel=1e-6)
-        assert torch.allclose(_grad(new, logp), _grad(legacy, logp))
-        assert new_stats["ratio_mean"] == legacy_stats["ratio_mean"]
-        assert new_stats.get("kl") == legacy_stats.get("kl")
 
 
 def test_aggregation_hand_computed():

@@ -40,11 +40,6 @@ def wrap_lora(model: Any, cfg: LoRAConfig) -> Any:
     return get_peft_model(model, config)
 
 
-def is_lora_checkpoint(path: str | Path) -> bool:
-    """True when ``path`` holds a PEFT adapter rather than full weights."""
-    return (Path(path) / "adapter_config.json").is_file()
-
-
 def load_lora(model: Any, path: str | Path) -> Any:
     """Attach the adapter saved in ``path`` to ``model``, trainable (for resuming)."""
     from peft import PeftModel

@@ -73,7 +73,8 @@ def sample_with_prefix(
     model: Any,
     prompts: PromptBatch,
     *,
-    group_size: int,
+    group_size: int = 1,
+    rows: torch.Tensor | None = None,
     max_new_tokens: int,
     temperature: float,
     greedy: bool,
@@ -86,14 +87,18 @@ def sample_with_prefix(
 
     Args:
         prompts: B prompts on the model's device (left padded).
+        group_size: G rows per prompt, in place order (ignored when ``rows`` is given).
+        rows: [N] which prompt each sampled row continues (any order, repeats allowed).
     Returns:
         (completion ids [B·G, T] with ``pad_id`` after eos, log-probs [B·G, T] of the sampled
         tokens under softmax(masked logits / temperature); T ≤ max_new_tokens).
     """
     device = prompts.inputs["input_ids"].device
     cache, logits, deltas = prefill(model, prompts)
-    rows = torch.arange(len(prompts), device=device).repeat_interleave(group_size)  # [N]
-    if group_size > 1:
+    if rows is None:
+        rows = torch.arange(len(prompts), device=device).repeat_interleave(group_size)  # [N]
+    rows = rows.to(device)
+    if not torch.equal(rows, torch.arange(len(prompts), device=device)):
         cache.batch_select_indices(rows)
     logits, deltas = logits[rows], deltas[rows]
     attention = prompts.inputs["attention_mask"][rows]  # [N, P]
@@ -145,6 +150,7 @@ def completion_logprobs_shared(
     temperature: float = 1.0,
     forbidden: Sequence[int] | None = None,
     entropy_out: list[torch.Tensor] | None = None,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Teacher-forced log-probs of completions that continue a few distinct prompts.
 
@@ -152,6 +158,7 @@ def completion_logprobs_shared(
         prompts: U distinct prompts (left padded).
         row_prompt: [n] which prompt each completion row continues.
         completion_ids, mask: [n, T].
+        valid: [n, T] 1 on real completion tokens (attended); defaults to ``mask``.
     Returns:
         [n, T] log-probs (zero where ``mask`` is 0), differentiable w.r.t. the model, equal to
         ``batching.completion_logprobs`` on the repeated prompts.
@@ -163,7 +170,7 @@ def completion_logprobs_shared(
     attention = torch.cat(
         [
             prompts.inputs["attention_mask"][row_prompt],
-            mask.to(prompts.inputs["attention_mask"].dtype),
+            (mask if valid is None else valid).to(prompts.inputs["attention_mask"].dtype),
         ],
         dim=1,
     )

@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 
-from vlagent.config import EvalConfig, ModelConfig, TrainConfig
-from vlagent.eval.grounding import EvalReport, evaluate_policy
+from vlagent.config import ModelConfig, TrainConfig
+from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_dir
 from vlagent.models.loading import Policy, load_policy
-from vlagent.tasks import GroundingTask
-from vlagent.train.checkpoint import latest_checkpoint, load_trainer_state
-from vlagent.viz import annotate_records, save_png
+from vlagent.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
+from vlagent.train.outputs import MetricsLogger, prepare_run_dir
+from vlagent.worlds import World, make_world
 
 log = logging.getLogger(__name__)
 
@@ -88,23 +89,6 @@ def load_or_resume(
     return Resumed(policy=policy, state=state), optimizer
 
 
-def monitor(
-    policy: Policy, task: GroundingTask, ecfg: EvalConfig, split: str = "val"
-) -> EvalReport:
-    """Accuracy on ``ecfg.monitor_screens`` screens of ``split`` (val by default)."""
-    keys = task.keys(split, 0, ecfg.monitor_screens)  # type: ignore[arg-type]
-    return evaluate_policy(
-        policy, task, keys, batch_size=ecfg.batch_size, max_new_tokens=ecfg.max_new_tokens
-    )
-
-
-def save_samples(
-    task: GroundingTask, report: EvalReport, run_dir: Path, name: str, n: int = 8
-) -> Path:
-    """Save the first ``n`` evaluated samples as an annotated PNG grid under ``samples/``."""
-    return save_png(annotate_records(task, report.records[:n]), run_dir / "samples" / f"{name}.png")
-
-
 def export_final(policy: Policy, run_dir: Path) -> Path:
     """Write the trained policy as a plain checkpoint folder ``<run_dir>/final`` (atomically).
 
@@ -143,3 +127,103 @@ class Timer:
         self.times[f"time/{self._name}"] = (
             self.times.get(f"time/{self._name}", 0.0) + time.perf_counter() - self._start
         )
+
+
+@dataclasses.dataclass
+class Run:
+    """Everything a recipe loop needs; ``step`` and ``extra`` continue a resumed run."""
+
+    cfg: TrainConfig
+    phase: str
+    run_dir: Path
+    policy: Policy
+    opt: torch.optim.Optimizer
+    world: World
+    state: dict[str, Any] | None
+    extra: dict[str, Any]
+    step: int
+    metrics: MetricsLogger
+    bar: Any
+
+    def validate(self, step: int) -> dict[str, float]:
+        """Greedy episodes on ``eval.monitor_screens`` val tasks, as ``val/<name>`` scalars;
+        pictures are saved when ``run.samples_every`` is on."""
+        e = self.cfg.eval
+        report = evaluate(
+            self.world,
+            self.policy,
+            "val",
+            e.monitor_screens,
+            batch_size=e.batch_size,
+            max_new_tokens=e.max_new_tokens,
+        )
+        if self.cfg.run.samples_every and step % self.cfg.run.samples_every == 0:
+            self.world.save_pictures(
+                report.trajectories[: e.rollout_pictures],
+                self.run_dir / "samples",
+                f"{self.phase}_val_{step:06d}",
+            )
+        return {f"val/{k}": v for k, v in report.summary().items()}
+
+    def finish(self, step: int, stop_reason: str, scheduler: Any = None) -> Path:
+        """Last checkpoint, the exported ``final/`` model, closed logs; returns ``final/``."""
+        self.bar.close()
+        save_checkpoint(
+            self.run_dir, self.phase, step, self.policy, self.opt, self.extra, scheduler=scheduler
+        )
+        final = export_final(self.policy, self.run_dir)
+        if self.cfg.eval.monitor_screens and self.cfg.eval.rollout_pictures:
+            report = evaluate(
+                self.world,
+                self.policy,
+                "val",
+                self.cfg.eval.rollout_pictures,
+                batch_size=self.cfg.eval.batch_size,
+                max_new_tokens=self.cfg.eval.max_new_tokens,
+            )
+            self.world.save_pictures(
+                report.trajectories, self.run_dir / "samples", f"{self.phase}_final"
+            )
+        self.metrics.close()
+        self.world.close()
+        log.info(
+            "%s stopped after %d steps (%s), %.1f s of training",
+            self.phase,
+            step,
+            stop_reason,
+            self.extra["train_seconds"],
+        )
+        return final
+
+
+def start_run(
+    cfg: TrainConfig, phase: str, make_optimizer: Any, total: int, extra: dict[str, Any]
+) -> Run:
+    """Set up a run of ``phase`` (resuming from its latest checkpoint when there is one).
+
+    Args:
+        make_optimizer: callable(policy) -> optimizer.
+        total: the phase's step budget (for the progress bar).
+        extra: the trainer state a fresh run starts with.
+    """
+    quiet_transformers()
+    setup_threads(cfg.run.threads)
+    torch.manual_seed(cfg.run.seed)
+    run_dir = prepare_run_dir(cfg)
+    resumed, opt = load_or_resume(cfg, phase, run_dir, make_optimizer)
+    step = resumed.state["step"] if resumed.state else 0
+    return Run(
+        cfg=cfg,
+        phase=phase,
+        run_dir=run_dir,
+        policy=resumed.policy,
+        opt=opt,
+        world=make_world(cfg, resumed.policy),
+        state=resumed.state,
+        extra=resumed.state["extra"] if resumed.state else extra,
+        step=step,
+        metrics=MetricsLogger(run_dir, phase, resume_step=step if resumed.state else None),
+        bar=tqdm(
+            total=total, initial=step, desc=phase, disable=not cfg.run.progress, dynamic_ncols=True
+        ),
+    )

@@ -16,19 +16,23 @@ log = logging.getLogger(__name__)
 
 
 class KeyStream:
-    """Draws training keys in order; its ``state()`` goes into checkpoints."""
+    """Draws training task ids of a world in order; its ``state()`` goes into checkpoints.
+
+    Args:
+        task: a ``World`` (``num_tasks`` and ``task_ids`` of the train split).
+    """
 
     def __init__(
         self,
         task: Any,
         band: list[float] | None = None,
         cursor: int = 0,
-        stats: dict[int, list[int]] | None = None,
+        stats: dict[str, list[int]] | None = None,
     ) -> None:
         self.task = task
         self.band = tuple(band) if band else None
         self.cursor = cursor
-        self.stats: dict[int, list[int]] = stats or {}  # key -> [successes, tries]
+        self.stats: dict[str, list[int]] = stats or {}  # key -> [successes, tries]
 
     @classmethod
     def restore(
@@ -36,29 +40,29 @@ class KeyStream:
     ) -> KeyStream:
         if not state:
             return cls(task, band)
-        stats = {int(k): list(v) for k, v in state.get("stats", {}).items()}
+        stats = {str(k): list(v) for k, v in state.get("stats", {}).items()}
         return cls(task, band, int(state["cursor"]), stats)
 
     def state(self) -> dict[str, Any]:
         return {"cursor": self.cursor, "stats": {str(k): v for k, v in self.stats.items()}}
 
     def _allowed(self, key: int) -> bool:
-        if self.band is None or key not in self.stats:
+        if self.band is None or str(key) not in self.stats:
             return True
-        s, n = self.stats[key]
+        s, n = self.stats[str(key)]
         return bool(difficulty_filter({key: s / n}, *self.band))
 
     def take(self, n: int) -> list[int]:
         """The next ``n`` keys (skipping out-of-band records of a finite source)."""
-        total = self.task.source.num_samples
+        total = self.task.num_tasks("train")
         if total is None or self.band is None:
-            keys = self.task.keys("train", self.cursor, n)
+            keys = self.task.task_ids("train", self.cursor, n)
             self.cursor += n
             return keys
         out: list[int] = []
         scanned = 0
         while len(out) < n:
-            key = self.task.key("train", self.cursor)
+            key = self.task.task_ids("train", self.cursor, 1)[0]
             self.cursor += 1
             scanned += 1
             if self._allowed(key) or scanned > total:
@@ -74,6 +78,6 @@ class KeyStream:
         if self.band is None:
             return
         for k, ok in zip(keys, successes, strict=True):
-            s = self.stats.setdefault(int(k), [0, 0])
+            s = self.stats.setdefault(str(k), [0, 0])
             s[0] += int(ok)
             s[1] += 1

@@ -1,0 +1,125 @@
+"""Held-out evaluation of a policy in any world: greedy episodes through the one runner.
+
+``evaluate(world, policy, "test", n)`` runs one greedy episode on each of the split's first
+``n`` tasks and reports the success rate with its 95 % Wilson interval, the mean reward and each
+reward term, mean turns and generated tokens, plus the world's own metrics (``World.summarize``:
+e.g. the grounding accuracy and format rate, the tool calls per episode, the per-app success).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from vlagent.rollout.runner import EpisodeSpec, run_episodes
+from vlagent.rollout.trajectory import Trajectory
+from vlagent.worlds.base import Split, World
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate (``(0, 1)`` when ``n`` is 0).
+
+    >>> tuple(round(v, 3) for v in wilson_interval(8, 10))
+    (0.49, 0.943)
+    """
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+@dataclasses.dataclass
+class EvalReport:
+    """What an evaluation measured.
+
+    Attributes:
+        n: episodes; success_rate and its 95 % interval ``success_ci``.
+        metrics: means over episodes (reward, terms, turns, tokens, the world's own metrics).
+        trajectories: the episodes, in task order.
+    """
+
+    n: int
+    success_rate: float
+    success_ci: tuple[float, float]
+    metrics: dict[str, float]
+    trajectories: list[Trajectory]
+
+    @property
+    def accuracy(self) -> float:
+        """The success rate (point-in-box accuracy in the grounding worlds)."""
+        return self.success_rate
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "n": float(self.n),
+            "success_rate": self.success_rate,
+            "success_ci_low": self.success_ci[0],
+            "success_ci_high": self.success_ci[1],
+            **self.metrics,
+        }
+
+
+def report_of(world: World, trajectories: Sequence[Trajectory]) -> EvalReport:
+    """Summarize finished episodes."""
+    n = len(trajectories)
+    k = sum(t.success for t in trajectories)
+    d = max(n, 1)
+    finite = [t.reward for t in trajectories if not math.isnan(t.reward)]
+    metrics: dict[str, float] = {
+        "mean_reward": sum(finite) / max(len(finite), 1),
+        "mean_turns": sum(len(t.turns) for t in trajectories) / d,
+        "generated_tokens": sum(t.n_generated for t in trajectories) / d,
+        "invalid_action_rate": sum(x.invalid for t in trajectories for x in t.turns)
+        / max(sum(len(t.turns) for t in trajectories), 1),
+        "over_limit_frac": sum(t.status == "over_limit" for t in trajectories) / d,
+        "errored": float(sum(t.error is not None for t in trajectories)),
+    }
+    for name in sorted({k for t in trajectories for k in t.reward_terms}):
+        metrics[f"reward_terms/{name}"] = (
+            sum(t.reward_terms.get(name, 0.0) for t in trajectories) / d
+        )
+    metrics.update(world.summarize(trajectories))
+    return EvalReport(n, k / d, wilson_interval(k, n), metrics, list(trajectories))
+
+
+def evaluate(
+    world: World,
+    policy: Any,
+    split: Split,
+    n: int,
+    *,
+    batch_size: int = 64,
+    max_new_tokens: int = 24,
+    episodes_per_task: int = 1,
+    task_ids: Sequence[Any] | None = None,
+) -> EvalReport:
+    """Greedy episodes on the first ``n`` tasks of ``split`` (or on ``task_ids``).
+
+    Args:
+        world: where to evaluate.
+        policy: a loaded ``Policy``.
+        split: which task ids (``val`` for monitoring, ``test`` for reported numbers).
+        n: tasks (a finite split is cut to its size).
+        batch_size: episodes advanced together.
+        max_new_tokens: token budget of each turn.
+        episodes_per_task: episodes per task (reset seeds 0 .. k-1).
+    """
+    if task_ids is None:
+        total = world.num_tasks(split)
+        task_ids = world.task_ids(split, 0, n if total is None else min(n, total))
+    specs = [EpisodeSpec(t, seed) for seed in range(episodes_per_task) for t in task_ids]
+    trajs = run_episodes(
+        policy,
+        world.adapter(),
+        lambda: world.make_env(split),
+        specs,
+        world.limits(max_new_tokens),
+        greedy=True,
+        chunk_size=batch_size,
+    )
+    return report_of(world, trajs)

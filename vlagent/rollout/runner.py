@@ -1,0 +1,315 @@
+"""The episode runner: drives gymnasium envs with a policy (or a demonstrator) and emits trajectories.
+
+Every world goes through this one loop. Per round, the unfinished episodes of a chunk are
+continued together: forced turns come from a demonstrator; sampled turns come from the policy in
+one batched call (``rollout/engine.py``). Each turn's text goes to the world's :class:`Adapter`,
+which reads it as an env action (then ``env.step``) or as a tool call (a new observation that
+continues the context without stepping the env). Episodes of a GRPO group reset with the same
+task id and seed, so they start from the same state.
+
+A backend that raises in ``reset`` or ``step`` ends only its episode (``Trajectory.error``,
+reward NaN); the others and the caller carry on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from vlagent.rollout.engine import sample_turns
+from vlagent.rollout.trajectory import Trajectory, Turn
+
+log = logging.getLogger(__name__)
+
+EnvFactory = Callable[[], Any]
+"""Builds one gymnasium env (one per episode; closed when the episode's chunk ends)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeSpec:
+    """Which task an episode runs; members of a GRPO group share ``task_id`` and ``seed``."""
+
+    task_id: Any
+    seed: int = 0
+    group_id: int = 0
+
+
+@dataclasses.dataclass
+class Decision:
+    """What an adapter read from one policy turn.
+
+    Attributes:
+        kind: ``env`` (send ``action`` to ``env.step``), ``tool`` / ``tool_error`` (the adapter
+            already appended the observation turn), or ``over_limit`` (end the episode).
+        action: the env action mapping (kind ``env``) or the tool call.
+        reason: why, for ``over_limit``.
+    """
+
+    kind: str
+    action: Any = None
+    reason: str = ""
+
+
+class Adapter(Protocol):
+    """The per-world glue between an env and the policy's chat."""
+
+    def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
+        """Set the first context (``traj.segments = [Segment(prompt)]``) from the reset."""
+        ...
+
+    def read(self, traj: Trajectory, turn: Turn, last: bool) -> Decision:
+        """Read a policy turn (its tokens are already appended). ``last``: no turn or token
+        is left after it, so a tool call could not be followed up."""
+        ...
+
+    def observe(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
+        """After a non-final ``env.step``: extend or replace the context for the next turn."""
+        ...
+
+    def finish(self, trajectories: Sequence[Trajectory]) -> None:
+        """All episodes are over: add episode-level terms (to each last turn), pictures, …"""
+        ...
+
+
+class Demonstrator(Protocol):
+    """Writes forced (demonstration) turns: the text of the next turn, or None to sample."""
+
+    def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Budgets of one episode.
+
+    Attributes:
+        max_turns: policy turns per episode (tool turns included).
+        max_turn_tokens: new tokens per turn.
+        max_episode_tokens: new tokens over all turns (0: ``max_turns * max_turn_tokens``).
+        over_limit: what a turn that hits a limit does: ``none`` (a turn without eos is still
+            read and sent to the env; the env's step budget ends episodes), ``mask`` (the
+            episode ends and gets no loss and no advantage), ``penalize`` (it ends and its
+            last turn gets the ``over_limit`` term, −``over_limit_penalty``).
+    """
+
+    max_turns: int = 1
+    max_turn_tokens: int = 32
+    max_episode_tokens: int = 0
+    over_limit: str = "none"
+    over_limit_penalty: float = 0.0
+
+    @property
+    def episode_tokens(self) -> int:
+        return self.max_episode_tokens or self.max_turns * self.max_turn_tokens
+
+
+def obs_key(obs: dict[str, Any]) -> str:
+    """Anchor key of an observation: a hash of its a11y text, else of its pixels."""
+    data = obs.get("a11y")
+    raw = data.encode() if isinstance(data, str) else np.ascontiguousarray(obs["image"]).tobytes()
+    return hashlib.sha1(raw).hexdigest()[:16]
+
+
+class _Slot:
+    def __init__(self, traj: Trajectory) -> None:
+        self.traj, self.env = traj, None
+        self.obs: dict[str, Any] = {}
+        self.info: dict[str, Any] = {}
+
+
+def _start(slot: _Slot, make_env: EnvFactory, adapter: Adapter) -> None:
+    traj = slot.traj
+    try:
+        slot.env = make_env()
+        slot.obs, slot.info = slot.env.reset(seed=traj.seed, options={"task_id": traj.task_id})
+    except Exception as err:  # a backend that cannot start ends only this episode
+        traj.error, traj.status = f"reset: {type(err).__name__}: {err}", "error"
+        log.warning("episode %s could not start: %s", traj.task_id, traj.error)
+        return
+    traj.info = dict(slot.info)
+    traj.instruction = str(slot.obs.get("instruction", ""))
+    adapter.start(traj, slot.obs, slot.info)
+
+
+def _end_over_limit(traj: Trajectory, turn: Turn, reason: str, limits: Limits) -> None:
+    turn.kind = "over_limit"
+    traj.status = "over_limit"
+    traj.extras["limit_reason"] = reason
+    if limits.over_limit == "penalize":
+        turn.reward_terms["over_limit"] = -float(limits.over_limit_penalty)
+        turn.reward = float(sum(turn.reward_terms.values()))
+    elif limits.over_limit == "mask":
+        traj.mask_out()
+
+
+def _step_env(slot: _Slot, turn: Turn, action: Any, adapter: Adapter) -> None:
+    traj = slot.traj
+    try:
+        obs, reward, terminated, truncated, info = slot.env.step(action)
+    except Exception as err:  # simulator raised / device gone: end this episode, keep the rest
+        traj.error, traj.status = f"step {len(traj.turns)}: {type(err).__name__}: {err}", "error"
+        log.warning("episode %s crashed: %s", traj.task_id, traj.error)
+        return
+    turn.info = dict(info)
+    terms = info.get("reward_terms") or {"env": float(reward)}
+    turn.reward_terms = {k: float(v) for k, v in terms.items()}
+    turn.reward = float(reward)
+    turn.invalid = bool(info.get("invalid_action"))
+    traj.info = turn.info
+    traj.success = bool(info.get("success", traj.success))
+    if info.get("backend_error"):
+        traj.error, traj.status = str(info["backend_error"]), "error"
+    elif terminated:
+        traj.status = "terminated"
+    elif truncated:
+        traj.status = "truncated"
+    else:
+        slot.obs, slot.info = obs, dict(info)
+        adapter.observe(traj, obs, info)
+
+
+def _after_turn(
+    slot: _Slot,
+    ids: list[int],
+    logps: list[float] | None,
+    hit_eos: bool,
+    adapter: Adapter,
+    limits: Limits,
+    tokenizer: Any,
+) -> None:
+    traj = slot.traj
+    seg_index = len(traj.segments) - 1
+    start, end = traj.segment.append(ids, policy=True, logprobs=logps)
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    turn = Turn(seg_index, start, end, text, obs_key=obs_key(slot.obs), truncated=not hit_eos)
+    traj.turns.append(turn)
+    if not hit_eos and limits.over_limit != "none":
+        full = end - start >= limits.max_turn_tokens
+        _end_over_limit(traj, turn, "max_turn_tokens" if full else "max_episode_tokens", limits)
+        return
+    last = len(traj.turns) >= limits.max_turns or traj.n_generated >= limits.episode_tokens
+    decision = adapter.read(traj, turn, last)
+    turn.kind, turn.action = decision.kind, decision.action
+    if decision.kind == "env":
+        _step_env(slot, turn, decision.action, adapter)
+    elif decision.kind == "over_limit":
+        _end_over_limit(traj, turn, decision.reason, limits)
+    elif last and limits.over_limit != "none":
+        _end_over_limit(
+            traj,
+            turn,
+            "max_turns" if len(traj.turns) >= limits.max_turns else "max_episode_tokens",
+            limits,
+        )
+
+
+def run_episodes(
+    policy: Any,
+    adapter: Adapter,
+    make_env: EnvFactory,
+    specs: Sequence[EpisodeSpec],
+    limits: Limits,
+    *,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    seed: int | None = None,
+    demonstrator: Demonstrator | None = None,
+    chunk_size: int = 64,
+    shared_prefix: bool = True,
+    policy_version: int = 0,
+) -> list[Trajectory]:
+    """Run one episode per spec to its end (env termination, truncation, limit, crash).
+
+    Args:
+        policy: a loaded ``Policy`` (its tokenizer decodes turns; its model samples them).
+        adapter: the world's adapter.
+        make_env: builds one env per episode.
+        specs: the episodes (repeat a spec G times for a GRPO group).
+        limits: turn and token budgets, and what a limit does.
+        temperature, greedy: sampling.
+        seed: seeds sampling; round r of chunk c uses a seed derived from (seed, c, r), the
+            first round of the first chunk uses ``seed`` itself.
+        demonstrator: writes forced turns (SFT demonstrations, probes); None samples all.
+        chunk_size: episodes advanced together (memory bound of one sampling call).
+        shared_prefix: let the sampler share prefills between equal prompts.
+        policy_version: recorded on every trajectory.
+
+    Returns:
+        The trajectories in ``specs`` order.
+    """
+    tokenizer = policy.tokenizer
+    eos = int(tokenizer.eos_token_id)
+    trajs = [
+        Trajectory(s.task_id, s.seed, s.group_id, policy_version=policy_version) for s in specs
+    ]
+    for lo in range(0, len(trajs), chunk_size):
+        slots = [_Slot(t) for t in trajs[lo : lo + chunk_size]]
+        chunk = lo // chunk_size
+        try:
+            for s in slots:
+                _start(s, make_env, adapter)
+            for round_ in range(limits.max_turns):
+                active = [s for s in slots if not s.traj.done]
+                if not active:
+                    break
+                to_sample = []
+                for s in active:
+                    text = demonstrator.text(s.traj, s.obs, s.info) if demonstrator else None
+                    if text is None:
+                        to_sample.append(s)
+                        continue
+                    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + [eos]
+                    allow = _allowance(s.traj, limits)
+                    _after_turn(s, ids[:allow], None, len(ids) <= allow, adapter, limits, tokenizer)
+                if to_sample:
+                    rseed = None
+                    if seed is not None:
+                        rseed = (
+                            seed
+                            if chunk == round_ == 0
+                            else seed * 7_919 + chunk * 104_729 + round_
+                        )
+                    allow = [_allowance(s.traj, limits) for s in to_sample]
+                    out = sample_turns(
+                        policy,
+                        [s.traj.segment for s in to_sample],
+                        allow,
+                        temperature=temperature,
+                        greedy=greedy,
+                        seed=rseed,
+                        shared_prefix=shared_prefix,
+                    )
+                    for s, (ids, logps, hit) in zip(to_sample, out, strict=True):
+                        _after_turn(s, ids, logps, hit, adapter, limits, tokenizer)
+            for s in slots:
+                if not s.traj.done:
+                    s.traj.status = "truncated"
+        finally:
+            for s in slots:
+                if s.env is not None:
+                    try:
+                        s.env.close()
+                    except Exception as err:  # closing a dead backend must not lose results
+                        log.warning("closing env of episode %s failed: %s", s.traj.task_id, err)
+    adapter.finish(trajs)
+    return trajs
+
+
+def _allowance(traj: Trajectory, limits: Limits) -> int:
+    return max(1, min(limits.max_turn_tokens, limits.episode_tokens - traj.n_generated))
+
+
+def group_specs(
+    task_ids: Sequence[Any], group_size: int, seeds: Sequence[int] | int = 0
+) -> list[EpisodeSpec]:
+    """``group_size`` identical specs per task (group id = task position)."""
+    seed_of = (lambda i: seeds) if isinstance(seeds, int) else (lambda i: int(seeds[i]))
+    return [
+        EpisodeSpec(task_id=t, seed=seed_of(g), group_id=g)
+        for g, t in enumerate(task_ids)
+        for _ in range(group_size)
+    ]

@@ -1,0 +1,275 @@
+"""Token pieces of a multi-turn conversation, built without re-rendering the whole chat.
+
+The first user turn goes through the checkpoint's own chat template and processor. Every later
+observation turn is tokenized alone as the suffix
+
+    ``\\n<|im_start|>user\\n`` [``<|vision_start|>`` N x ``<|image_pad|>`` ``<|vision_end|>``]
+    text ``<|im_end|>\\n<|im_start|>assistant\\n``
+
+where N = grid_t·grid_h·grid_w / merge² comes from the image processor's own grid for that
+image, so the number of image placeholders always equals the number of image features. Special
+tokens inside observation text (a hostile tool argument echoed in an error message) are split
+into plain characters, so text can never open an image slot or end a turn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+
+from perception_tools.geometry import Frame
+from vlagent.batching import forbidden_token_ids, image_frame, user_message
+from vlagent.rollout.trajectory import Prompt
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatTokens:
+    """Ids of the fixed pieces of Qwen chat turns for one tokenizer.
+
+    Attributes:
+        eos_id: ``<|im_end|>`` (ends an assistant turn). pad_id: padding id.
+        image_pad_id, vision_start_id, vision_end_id: the image placeholder ids.
+        user_open: ids of ``\\n<|im_start|>user\\n`` (the previous turn's eos precedes it).
+        assistant_open: ids of ``<|im_end|>\\n<|im_start|>assistant\\n``.
+        forbidden: ids the policy may never emit (vision placeholders).
+        merge: the image processor's spatial merge size.
+    """
+
+    eos_id: int
+    pad_id: int
+    image_pad_id: int
+    vision_start_id: int
+    vision_end_id: int
+    user_open: tuple[int, ...]
+    assistant_open: tuple[int, ...]
+    forbidden: tuple[int, ...]
+    merge: int
+
+    @classmethod
+    def of(cls, processor: Any) -> ChatTokens:
+        tok = processor.tokenizer
+
+        def ids(text: str) -> tuple[int, ...]:
+            return tuple(tok(text, add_special_tokens=False)["input_ids"])
+
+        return cls(
+            eos_id=int(tok.convert_tokens_to_ids("<|im_end|>")),
+            pad_id=int(tok.pad_token_id),
+            image_pad_id=int(tok.convert_tokens_to_ids("<|image_pad|>")),
+            vision_start_id=int(tok.convert_tokens_to_ids("<|vision_start|>")),
+            vision_end_id=int(tok.convert_tokens_to_ids("<|vision_end|>")),
+            user_open=ids("\n<|im_start|>user\n"),
+            assistant_open=ids("<|im_end|>\n<|im_start|>assistant\n"),
+            forbidden=tuple(forbidden_token_ids(tok)),
+            merge=int(processor.image_processor.merge_size),
+        )
+
+
+@dataclasses.dataclass
+class EncodedImage:
+    """One image as the processor feeds it to the model.
+
+    Attributes:
+        pixel_values: [patches, D] processor rows.
+        grid_thw: [t, h, w] patch grid.
+        n_tokens: image placeholders it needs: t·h·w / merge².
+        frame: original size and the size the processor resized it to.
+    """
+
+    pixel_values: torch.Tensor
+    grid_thw: list[int]
+    n_tokens: int
+    frame: Frame
+
+
+@dataclasses.dataclass
+class FirstTurn:
+    """The tokenized first user turn (system, observation_0, instruction, generation prompt).
+
+    Attributes:
+        input_ids: [P] ids. mm_token_type_ids: [P] 1 on image placeholders.
+        image: observation_0 as encoded by the processor.
+    """
+
+    input_ids: list[int]
+    mm_token_type_ids: list[int]
+    image: EncodedImage
+
+
+def set_pixel_budget(processor: Any, max_pixels: int) -> None:
+    """Set the image processor's ``max_pixels`` (in place); 0 leaves it unchanged."""
+    if max_pixels <= 0:
+        return
+    size = processor.image_processor.size
+    key = "longest_edge" if "longest_edge" in size else "max_pixels"
+    size[key] = int(max_pixels)
+
+
+def pixel_budget(processor: Any) -> int:
+    """The image processor's ``max_pixels``."""
+    size = processor.image_processor.size
+    return int(size["longest_edge"] if "longest_edge" in size else size["max_pixels"])
+
+
+def patch_factor(processor: Any) -> int:
+    """Side in pixels of one merged visual token (patch size x merge size)."""
+    ip = processor.image_processor
+    return int(ip.patch_size) * int(ip.merge_size)
+
+
+def _grid_tokens(grid_thw: list[int], merge: int) -> int:
+    t, h, w = grid_thw
+    return t * h * w // (merge * merge)
+
+
+def encode_image(processor: Any, image: np.ndarray) -> EncodedImage:
+    """Run the image processor on one uint8 HxWx3 image."""
+    from PIL import Image
+
+    pil = Image.fromarray(np.asarray(image, dtype=np.uint8))
+    out = processor.image_processor(images=[pil], return_tensors="pt")
+    grid = [int(v) for v in out["image_grid_thw"][0].tolist()]
+    merge = int(processor.image_processor.merge_size)
+    return EncodedImage(
+        pixel_values=out["pixel_values"],
+        grid_thw=grid,
+        n_tokens=_grid_tokens(grid, merge),
+        frame=image_frame(processor, pil.width, pil.height),
+    )
+
+
+def encode_first_turn(
+    processor: Any, image: np.ndarray, instruction: str, system: str | None
+) -> FirstTurn:
+    """Tokenize the first user turn through the checkpoint's chat template and processor."""
+    from PIL import Image
+
+    text = processor.apply_chat_template(
+        user_message(instruction, system), add_generation_prompt=True, tokenize=False
+    )
+    pil = Image.fromarray(np.asarray(image, dtype=np.uint8))
+    enc = processor(text=[text], images=[pil], return_tensors="pt")
+    ids = [int(v) for v in enc["input_ids"][0].tolist()]
+    image_pad = int(processor.tokenizer.convert_tokens_to_ids("<|image_pad|>"))
+    mm = [1 if i == image_pad else 0 for i in ids]
+    grid = [int(v) for v in enc["image_grid_thw"][0].tolist()]
+    merge = int(processor.image_processor.merge_size)
+    encoded = EncodedImage(
+        pixel_values=enc["pixel_values"],
+        grid_thw=grid,
+        n_tokens=_grid_tokens(grid, merge),
+        frame=image_frame(processor, pil.width, pil.height),
+    )
+    return FirstTurn(input_ids=ids, mm_token_type_ids=mm, image=encoded)
+
+
+def text_ids(tokenizer: Any, text: str) -> list[int]:
+    """Ids of untrusted ``text`` with every special / added token split into plain characters."""
+    return list(tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+
+
+def observation_ids(
+    tokens: ChatTokens, tokenizer: Any, text: str, n_image_tokens: int | None
+) -> tuple[list[int], list[int]]:
+    """Ids of an observation turn that follows an assistant turn's eos (module docstring).
+
+    Args:
+        tokens: the tokenizer's fixed pieces.
+        text: the tool's message (untrusted: special tokens are neutralized).
+        n_image_tokens: placeholders of the new image, or None for a text-only observation.
+
+    Returns:
+        (ids [S], mm_token_type_ids [S]) of the suffix.
+    """
+    ids = list(tokens.user_open)
+    mm = [0] * len(ids)
+    if n_image_tokens is not None:
+        ids += [tokens.vision_start_id] + [tokens.image_pad_id] * n_image_tokens
+        ids += [tokens.vision_end_id]
+        mm += [0] + [1] * n_image_tokens + [0]
+    body = text_ids(tokenizer, text)
+    ids += body + list(tokens.assistant_open)
+    mm += [0] * (len(body) + len(tokens.assistant_open))
+    return ids, mm
+
+
+def encode_prompt(
+    processor: Any,
+    images: list[np.ndarray],
+    text: str,
+    system: str | None = None,
+    key: str = "",
+) -> Prompt:
+    """Tokenize one user turn (``images`` then ``text``) with the generation prompt added.
+
+    Everything goes through the checkpoint's own chat template and processor, so the layout is
+    the family's (image pads expanded to one per visual token).
+
+    Args:
+        images: uint8 HxWx3 arrays, oldest first (the last is the current screen).
+        text: the user text (instruction, history).
+        system: optional system prompt.
+        key: content key stored on the prompt (equal keys = equal prompts).
+    """
+    from PIL import Image
+
+    content: list[dict[str, Any]] = [{"type": "image"} for _ in images]
+    content.append({"type": "text", "text": text})
+    msgs: list[dict[str, Any]] = []
+    if system:
+        msgs.append({"role": "system", "content": [{"type": "text", "text": system}]})
+    msgs.append({"role": "user", "content": content})
+    rendered = processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    pil = [Image.fromarray(np.asarray(im, dtype=np.uint8)) for im in images]
+    enc = processor(text=[rendered], images=pil, return_tensors="pt")
+    ids = enc["input_ids"][0]
+    image_pad = int(processor.tokenizer.convert_tokens_to_ids("<|image_pad|>"))
+    return Prompt(
+        input_ids=ids,
+        mm_token_type_ids=(ids == image_pad).long(),
+        pixel_values=enc["pixel_values"],
+        image_grid_thw=enc["image_grid_thw"],
+        frames=[image_frame(processor, im.width, im.height) for im in pil],
+        key=key,
+    )
+
+
+def content_key(images: list[np.ndarray], text: str, system: str | None = None) -> str:
+    """A hash of a prompt's content (equal keys = equal prompts)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for im in images:
+        arr = np.ascontiguousarray(im)
+        h.update(str(arr.shape).encode())
+        h.update(arr.tobytes())
+    h.update(text.encode())
+    h.update((system or "").encode())
+    return h.hexdigest()
+
+
+class PromptCache:
+    """Encodes prompts once: equal content gives the same :class:`Prompt` object (so the
+    sampler and the training forward prefill it once per group). Keeps the last ``size``."""
+
+    def __init__(self, processor: Any, size: int = 512) -> None:
+        from collections import OrderedDict
+
+        self.processor = processor
+        self.size = size
+        self._cache: OrderedDict[str, Prompt] = OrderedDict()
+
+    def get(self, images: list[np.ndarray], text: str, system: str | None = None) -> Prompt:
+        key = content_key(images, text, system)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        prompt = encode_prompt(self.processor, images, text, system, key)
+        self._cache[key] = prompt
+        if len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return prompt

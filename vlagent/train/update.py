@@ -1,0 +1,176 @@
+"""The one policy update: epochs × minibatches × micro-batches of a policy loss over rows.
+
+Every world and every recipe uses it. Gradient accumulation is exact: each micro-batch's loss is
+weighted by its share of the minibatch's normalizer (tokens for ``token_mean``, non-empty rows
+for the sequence-level modes), so accumulating micro-batches gives the same gradient as one
+forward over the whole minibatch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any
+
+import torch
+
+from vlagent.algo_config import GRPOConfig
+from vlagent.algos.losses import policy_loss
+from vlagent.batching import forbidden_token_ids
+from vlagent.rollout.forward import row_logprobs
+from vlagent.rollout.rows import RowBatch
+
+
+@dataclasses.dataclass
+class UpdateBatch:
+    """Everything the loss needs for N rows.
+
+    Attributes:
+        rows: the rows (prompts, continuations, loss mask, advantages).
+        old_logp: [N, T] log-probs of the policy that sampled (or recomputed ones).
+        mask: [N, T] loss mask (policy tokens; truncated rows zeroed if configured).
+        ref_logp: [N, T] reference log-probs when the KL goes into the loss, else None.
+    """
+
+    rows: RowBatch
+    old_logp: torch.Tensor
+    mask: torch.Tensor
+    ref_logp: torch.Tensor | None = None
+
+
+def normalizer(mask: torch.Tensor, aggregation: str) -> float:
+    """The quantity a loss is averaged over: masked tokens, or rows with any token."""
+    if aggregation == "token_mean":
+        return float(mask.sum())
+    return float((mask.sum(dim=-1) > 0).sum())
+
+
+def chunks(rows: torch.Tensor, size: int) -> list[torch.Tensor]:
+    """Split a 1-D index tensor into consecutive pieces of at most ``size``."""
+    return list(torch.split(rows, size)) if size > 0 else [rows]
+
+
+def sequence_logprobs(
+    policy: Any,
+    rows: RowBatch,
+    g: GRPOConfig,
+    entropy_out: list[torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Current-policy log-probs [n, T] of ``rows`` (with grad if enabled).
+
+    Rows that continue the same prompt share one prefill; with gradient checkpointing (which
+    disables the KV cache in training) or ``grpo.shared_prefix=false`` every row runs in full.
+    """
+    return row_logprobs(
+        policy.model,
+        rows,
+        policy.tokenizer.pad_token_id,
+        temperature=g.temperature,
+        forbidden=forbidden_token_ids(policy.tokenizer),
+        shared=g.shared_prefix and not g.gradient_checkpointing,
+        entropy_out=entropy_out,
+    )
+
+
+@torch.no_grad()
+def recompute_logprobs(policy: Any, rows: RowBatch, g: GRPOConfig) -> torch.Tensor:
+    """Log-probs [N, T] from a forward pass of the current (not yet updated) policy."""
+    was = policy.model.training
+    policy.model.eval()
+    idx = torch.arange(len(rows))
+    parts = [
+        sequence_logprobs(policy, rows.select(r), g).cpu() for r in chunks(idx, g.micro_batch_size)
+    ]
+    policy.model.train(was)
+    return torch.cat(parts)
+
+
+@torch.no_grad()
+def reference_logprobs(policy: Any, reference: Any, rows: RowBatch, g: GRPOConfig) -> torch.Tensor:
+    """Reference log-probs [N, T]: a frozen copy, or the LoRA base with adapters disabled."""
+    if reference is None:  # LoRA: the base model is the reference
+        with policy.model.disable_adapter():
+            return recompute_logprobs(policy, rows, g)
+    return recompute_logprobs(dataclasses.replace(policy, model=reference), rows, g)
+
+
+def policy_update(
+    policy: Any,
+    batch: UpdateBatch,
+    g: GRPOConfig,
+    opt: torch.optim.Optimizer,
+    sched: Any,
+    shuffle_seed: int,
+) -> dict[str, float]:
+    """Run ``g.epochs`` × ``g.minibatches`` optimizer steps on ``batch``; return mean stats.
+
+    Args:
+        policy: the policy (updated in place).
+        batch: rows with advantages, behaviour (or recomputed) log-probs and the loss mask.
+        g: loss, clipping, aggregation, KL, batching and clipping knobs.
+        opt, sched: the optimizer and (optional) LR scheduler, stepped once per minibatch.
+        shuffle_seed: seeds the minibatch order.
+    """
+    model = policy.model
+    model.train()
+    rows = batch.rows
+    n = len(rows)
+    mb_size = max(n // g.minibatches, 1)
+    opts = dict(
+        clip_eps_low=g.clip_eps_low,
+        clip_eps_high=g.clip_eps_high,
+        dual_clip=g.dual_clip or None,
+        aggregation=g.aggregation,
+        max_len=g.max_new_tokens,
+        kl_coef=0.0 if g.kl_in_reward else g.kl_coef,
+        kl_estimator=g.kl_estimator,
+    )
+    sums: dict[str, float] = defaultdict(float)
+    steps = 0
+    gen = torch.Generator().manual_seed(shuffle_seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for _ in range(g.epochs):
+        order = torch.randperm(n, generator=gen) if g.minibatches > 1 else torch.arange(n)
+        for mb in chunks(order, mb_size):
+            total = normalizer(batch.mask[mb], g.aggregation)
+            opt.zero_grad(set_to_none=True)
+            ent_sum, ent_tokens = 0.0, 0.0
+            for micro in chunks(mb, g.micro_batch_size):
+                mask = batch.mask[micro]
+                share = normalizer(mask, g.aggregation) / total if total > 0 else 0.0
+                if share == 0.0:
+                    continue
+                ents: list[torch.Tensor] = []
+                logp = sequence_logprobs(policy, rows.select(micro), g, entropy_out=ents)
+                ent_sum += float(ents[0].sum())
+                ent_tokens += float(mask.sum())
+                device = logp.device
+                ref = (
+                    batch.ref_logp[micro].to(device)
+                    if batch.ref_logp is not None and g.kl_coef > 0 and not g.kl_in_reward
+                    else None
+                )
+                loss, stats = policy_loss(
+                    g.loss,
+                    logp,
+                    batch.old_logp[micro].to(device),
+                    rows.advantages[micro].to(device),
+                    mask.to(device),
+                    ref_logp=ref,
+                    **opts,
+                )
+                (loss * share).backward()
+                sums["loss"] += loss.item() * share
+                for k, v in stats.items():
+                    sums[k] += v * share
+            if g.max_grad_norm > 0:
+                sums["grad_norm"] += float(torch.nn.utils.clip_grad_norm_(params, g.max_grad_norm))
+            opt.step()
+            if sched is not None:
+                sched.step()
+            sums["entropy"] += ent_sum / max(ent_tokens, 1.0)
+            steps += 1
+    out = {k: v / max(steps, 1) for k, v in sums.items()}
+    out["optimizer_steps"] = float(steps)
+    out["lr"] = float(opt.param_groups[0]["lr"])
+    return out

@@ -1,0 +1,272 @@
+"""Config sections that describe a world: its tasks, tools, episode limits and env rewards.
+
+Each world reads the sections it needs (``docs/DESIGN.md``, "Adding a world"): ``task`` for
+screens scored by a grounding reward (worlds ``grounding`` and ``zoom``), ``tools`` for visual
+tools, ``loop`` for multi-turn limits, ``apps`` for the phone tasks. The algorithm's knobs live
+in ``vlagent.algo_config`` and are the same in every world.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from vlagent.errors import ConfigError
+
+
+def _check(cond: bool, field: str, msg: str) -> None:
+    if not cond:
+        raise ConfigError(f"{field}: {msg}")
+
+
+@dataclasses.dataclass
+class TaskConfig:
+    """The grounding task: where screens come from, how answers are written, how they are scored."""
+
+    source: str = "synthetic"
+    """synthetic (procedural screens) | screenspot (annotation file + image folder)."""
+    level: str = "basic"
+    """Synthetic difficulty level (see ``sim.screens.LEVELS``)."""
+    annotation_file: str = ""
+    """ScreenSpot JSON file (source=screenspot)."""
+    image_dir: str = ""
+    """Folder with the ScreenSpot images (source=screenspot)."""
+    screenspot_version: str = "v2"
+    """v1 (bbox = x,y,w,h) | v2 | pro (bbox = x0,y0,x1,y1)."""
+    answer_format: str = "qwen_json"
+    """think_answer (<answer>{"point": [x, y]}</answer>) | qwen_json ({"point_2d": [x, y]})."""
+    answer_kind: str = "point"
+    """point | box: what demonstrations answer with."""
+    reward: dict[str, Any] = dataclasses.field(
+        default_factory=lambda: {"point_in_box": 1.0, "gaussian_point": 0.5, "format": 0.1}
+    )
+    """Reward terms and weights (``rewards.RewardSpec.from_dict``)."""
+    train_seed_offset: int = 0
+    """Training screens use seeds from here on."""
+    eval_seed_offset: int = 1_000_000_000
+    """Held-out screens use seeds from here on (disjoint from training)."""
+    demo_seed_offset: int = 500_000_000
+    """Demonstration screens use seeds from here on."""
+    pixel_budget: int = 0
+    """Processor ``max_pixels`` for every observation (screenshot and zooms); 0 keeps the
+    checkpoint's."""
+
+    def __post_init__(self) -> None:
+        _check(
+            self.pixel_budget >= 0, "task.pixel_budget", f"must be >= 0, got {self.pixel_budget}"
+        )
+        _check(
+            self.source in ("synthetic", "screenspot"),
+            "task.source",
+            f"{self.source!r} is unknown; use synthetic or screenspot",
+        )
+        _check(
+            self.answer_format in ("think_answer", "qwen_json"),
+            "task.answer_format",
+            f"{self.answer_format!r} is unknown; use think_answer or qwen_json",
+        )
+        _check(
+            self.answer_kind in ("point", "box"),
+            "task.answer_kind",
+            f"{self.answer_kind!r} is unknown; use point or box",
+        )
+        if self.source == "screenspot":
+            _check(
+                bool(self.annotation_file),
+                "task.annotation_file",
+                "required when task.source=screenspot",
+            )
+        _check(
+            abs(self.eval_seed_offset - self.train_seed_offset) >= 10_000_000,
+            "task.eval_seed_offset",
+            "must be at least 10,000,000 away from task.train_seed_offset so eval screens stay unseen",
+        )
+
+
+@dataclasses.dataclass
+class ToolRewardSection:
+    """Tool-use reward terms (``rewards.tool_use.ToolRewardConfig``; same fields)."""
+
+    bonus: float = 0.2
+    """Paid for a right answer reached with >= 1 successful tool call (0 = off)."""
+    free_calls: int = 1
+    """Tool calls that cost nothing."""
+    per_call: float = 0.05
+    """Cost of each further call."""
+    evidence_weight: float = 0.0
+    """Weight of the zoom-evidence term (0 = off)."""
+    evidence: str = "contains"
+    """contains (share of the target inside a zoom) | iou."""
+    evidence_mode: str = "max"
+    """max (best zoom) | last."""
+    curiosity_alpha: float = 0.0
+    """Pixel Reasoner curiosity alpha (0 = off)."""
+    curiosity_H: float = 0.3
+    """Target group rate of tool use for the curiosity bonus."""
+
+    def to_reward_config(self) -> Any:
+        from rewards.tool_use import ToolRewardConfig
+        from rewards.types import RewardSpecError
+
+        try:
+            return ToolRewardConfig(**dataclasses.asdict(self))
+        except RewardSpecError as exc:
+            raise ConfigError(f"tools.reward: {exc}") from exc
+
+    def __post_init__(self) -> None:
+        self.to_reward_config()
+
+
+@dataclasses.dataclass
+class ToolsConfig:
+    """Which tools the policy may call and how their calls are read."""
+
+    enabled: bool = True
+    """False = the no-tools baseline: one turn, no tool prompt, answers on observation_0."""
+    names: list[str] = dataclasses.field(default_factory=lambda: ["zoom_in"])
+    """Tools offered (keys of ``perception_tools.tools.TOOLS``)."""
+    system_prompt: str = "schema"
+    """schema (Qwen function-calling text with the JSON schemas) | short (one line, for tiny
+    models: the schema costs ~750 tokens of the tiny tokenizer) | none."""
+    min_side_px: int = 28
+    """Smallest zoom side in ORIGINAL pixels."""
+    max_aspect: float = 50.0
+    """Largest zoom long/short side."""
+    answer_observation: str = "latest"
+    """Observation a final answer's numbers refer to: latest (the last image) | original.
+    An answer JSON with ``"source": "observation_<i>"`` overrides it."""
+    reward: ToolRewardSection = dataclasses.field(default_factory=lambda: ToolRewardSection())
+    """Tool-use reward terms, added to the answer's terms on the episode's last turn."""
+    trace: str = "random"
+    """SFT demonstrations: random (``gui.grounding.traces.zoom_trace``: a box around the
+    target with random margins) | grid (the window of a fixed grid, stride half a window, that
+    holds the target and is centred nearest its colour cluster)."""
+    grid_window_w: float = 0.15
+    """Grid trace: window width as a fraction of the screenshot width."""
+    grid_window_h: float = 0.2
+    """Grid trace: window height as a fraction of the screenshot height."""
+    p_wrong_first: float = 0.0
+    """Trace knob: probability of a first zoom that misses, then a corrected one."""
+    zoom_scale_lo: float = 6.0
+    """Trace knob: smallest zoom side / target side (6 covers a 4-tile cluster)."""
+    zoom_scale_hi: float = 8.0
+    """Trace knob: largest zoom side / target side."""
+    answer_jitter: float = 0.3
+    """Trace knob: answer offset from the target centre, fraction of the half-size."""
+
+    def __post_init__(self) -> None:
+        from perception_tools.tools import TOOLS
+
+        unknown = [n for n in self.names if n not in TOOLS]
+        _check(not unknown, "tools.names", f"unknown {unknown}; known: {', '.join(TOOLS)}")
+        _check(
+            self.system_prompt in ("schema", "short", "none"),
+            "tools.system_prompt",
+            f"{self.system_prompt!r} is unknown; use schema, short or none",
+        )
+        _check(self.min_side_px >= 1, "tools.min_side_px", f"must be >= 1, got {self.min_side_px}")
+        _check(
+            1.0 <= self.max_aspect <= 100.0,
+            "tools.max_aspect",
+            f"must be in [1, 100], got {self.max_aspect}",
+        )
+        _check(
+            self.answer_observation in ("latest", "original"),
+            "tools.answer_observation",
+            f"{self.answer_observation!r} is unknown; use latest or original",
+        )
+        _check(
+            self.trace in ("random", "grid"),
+            "tools.trace",
+            f"{self.trace!r} is unknown; use random or grid",
+        )
+        for name in ("grid_window_w", "grid_window_h"):
+            value = getattr(self, name)
+            _check(0.0 < value <= 1.0, f"tools.{name}", f"must be in (0, 1], got {value}")
+        _check(
+            1.0 <= self.zoom_scale_lo <= self.zoom_scale_hi,
+            "tools.zoom_scale_lo",
+            f"needs 1 <= zoom_scale_lo <= zoom_scale_hi, got {self.zoom_scale_lo}, "
+            f"{self.zoom_scale_hi}",
+        )
+
+
+@dataclasses.dataclass
+class LoopConfig:
+    """Turn and token limits of an episode (the per-turn token budget is ``grpo.max_new_tokens``
+    in training and ``eval.max_new_tokens`` in evaluation)."""
+
+    max_turns: int = 0
+    """Policy turns per episode, tool turns included (0: the world's default: 1 for grounding,
+    4 with tools, the task's step budget + 2 for apps)."""
+    max_images: int = 4
+    """Images per episode, observation_0 included (tool worlds)."""
+    max_episode_tokens: int = 0
+    """New tokens over all turns of an episode (0: max_turns x the per-turn budget)."""
+    over_limit: str = "none"
+    """What a turn that hits a limit does: none (a turn without eos is still read and sent to
+    the env) | mask (the episode ends with no loss and no advantage, Mini-o3 style) |
+    penalize (it ends and is trained on with the reward term ``over_limit``)."""
+    over_limit_penalty: float = 0.5
+    """Size of the ``over_limit`` term (subtracted) when ``over_limit=penalize``."""
+    batch_size: int = 64
+    """Episodes advanced together per sampling call (memory bound)."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_images", "max_episode_tokens"):
+            value = getattr(self, name)
+            _check(value >= 0, f"loop.{name}", f"must be >= 0, got {value}")
+        _check(
+            self.over_limit in ("none", "mask", "penalize"),
+            "loop.over_limit",
+            f"{self.over_limit!r} is unknown; use none, mask or penalize",
+        )
+        _check(
+            self.over_limit_penalty >= 0,
+            "loop.over_limit_penalty",
+            f"must be >= 0, got {self.over_limit_penalty}",
+        )
+        _check(self.batch_size >= 1, "loop.batch_size", f"must be >= 1, got {self.batch_size}")
+
+
+@dataclasses.dataclass
+class AppsConfig:
+    """Multi-step phone tasks (world ``apps``): suites, what each turn shows, the env's reward."""
+
+    train_suite: str = "toggles"
+    """Training tasks: ``toggles`` (the generated Settings-toggle suites) or a suite name /
+    JSON file path that ``gui.apps.load_suites`` accepts."""
+    eval_suite: str = "toggles"
+    """Held-out tasks (``toggles``: the held-out half of the generated suites)."""
+    train_seeds: int = 3
+    """Toggle suites: phone-state seeds per single-toggle training task."""
+    heldout_seeds: int = 2
+    """Toggle suites: unseen phone-state seeds per single-toggle held-out task."""
+    keep_images: int = 1
+    """The last k screenshots are images (k >= 1); older turns appear only as text."""
+    max_text_turns: int = 8
+    """At most this many past actions are listed as text (the most recent ones)."""
+    screen_width: int = 160
+    """Screenshots are resized to this width in pixels before the processor (0: keep)."""
+    screen_height: int = 288
+    """Screenshots are resized to this height in pixels before the processor (0: keep)."""
+    reward: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"success": 1.0, "invalid_action": -0.1}
+    )
+    """The env's reward terms (``gui.apps.episode.RewardConfig``): the trainer reads them from
+    ``info["reward_terms"]`` and never recomputes them."""
+
+    def __post_init__(self) -> None:
+        _check(1 <= self.keep_images <= 8, "apps.keep_images", "must be in [1, 8]")
+        _check(self.max_text_turns >= 0, "apps.max_text_turns", "must be >= 0")
+        for name in ("screen_width", "screen_height"):
+            v = getattr(self, name)
+            _check(v == 0 or 32 <= v <= 4096, f"apps.{name}", "must be 0 or in [32, 4096]")
+        _check(self.train_seeds >= 1, "apps.train_seeds", "must be >= 1")
+        _check(self.heldout_seeds >= 0, "apps.heldout_seeds", "must be >= 0")
+        unknown = set(self.reward) - {"success", "invalid_action"}
+        _check(
+            not unknown,
+            "apps.reward",
+            f"unknown terms {sorted(unknown)}; known: success, invalid_action",
+        )

@@ -1,0 +1,37 @@
+"""Worlds: what differs between kinds of env (an env factory and an adapter), registered by name.
+
+``import vlagent.worlds`` registers the built-in worlds: ``grounding`` (one screenshot, one
+answer), ``zoom`` (thinking with images: zoom tool calls before the answer) and ``apps``
+(multi-step phone tasks). Their modules are imported only when a world is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlagent.worlds.base import WORLDS, World, make_world, register_world
+
+__all__ = ["WORLDS", "World", "make_world", "register_world"]
+
+
+def _grounding(cfg: Any, policy: Any) -> World:
+    from vlagent.worlds.grounding import GroundingWorld
+
+    return GroundingWorld(cfg, policy)
+
+
+def _zoom(cfg: Any, policy: Any) -> World:
+    from vlagent.worlds.zoom import ZoomWorld
+
+    return ZoomWorld(cfg, policy)
+
+
+def _apps(cfg: Any, policy: Any) -> World:
+    from vlagent.worlds.apps import AppsWorld
+
+    return AppsWorld(cfg, policy)
+
+
+register_world("grounding", _grounding)
+register_world("zoom", _zoom)
+register_world("apps", _apps)

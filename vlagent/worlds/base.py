@@ -1,0 +1,103 @@
+"""What a world is: an env factory, an adapter, task ids by split, and its own metrics.
+
+A world is everything the one pipeline needs to train and evaluate in one kind of env. The
+recipes (``train/sft.py``, ``train/grpo.py``) and the evaluator (``eval/evaluate.py``) only talk
+to this interface; adding a world means subclassing :class:`World` and registering it. The
+adapter and the env carry all world-specific behaviour.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from vlagent.errors import ConfigError
+from vlagent.rollout.runner import Adapter, Demonstrator, Limits
+from vlagent.rollout.trajectory import Trajectory
+
+Split = Literal["train", "demo", "val", "test"]
+
+
+class World(abc.ABC):
+    """One kind of env the trainer can train in.
+
+    Args:
+        cfg: the run config (a world reads its own sections).
+        policy: the loaded policy (its processor and family fix prompts and coordinates).
+    """
+
+    default_max_turns: int = 1
+    """Turns per episode when ``loop.max_turns`` is 0."""
+
+    def __init__(self, cfg: Any, policy: Any) -> None:
+        self.cfg, self.policy = cfg, policy
+
+    @abc.abstractmethod
+    def make_env(self, split: Split) -> Any:
+        """A new gymnasium env whose ``reset(options={"task_id": id})`` runs task ``id``."""
+
+    @abc.abstractmethod
+    def adapter(self) -> Adapter:
+        """The adapter between this world's envs and the policy's chat."""
+
+    @abc.abstractmethod
+    def task_ids(self, split: Split, start: int, count: int) -> list[Any]:
+        """Task ids ``start .. start + count - 1`` of ``split`` (cycling a finite split)."""
+
+    def num_tasks(self, split: Split) -> int | None:
+        """Number of distinct tasks of ``split`` (None: unbounded, e.g. procedural screens)."""
+        return None
+
+    def demonstrator(self) -> Demonstrator:
+        """Writes demonstration turns for SFT."""
+        raise ConfigError(f"world {type(self).__name__} has no demonstrator: it cannot run sft")
+
+    def limits(self, max_turn_tokens: int) -> Limits:
+        """Episode limits from ``loop`` with the given per-turn budget."""
+        loop = self.cfg.loop
+        return Limits(
+            max_turns=loop.max_turns or self.default_max_turns,
+            max_turn_tokens=max_turn_tokens,
+            max_episode_tokens=loop.max_episode_tokens,
+            over_limit=loop.over_limit,
+            over_limit_penalty=loop.over_limit_penalty,
+        )
+
+    def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
+        """World-specific means over episodes (added to the common ones)."""
+        return {}
+
+    def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
+        """Scores of trivial policies on these tasks (reported beside accuracies)."""
+        return {}
+
+    def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
+        """Save annotated pictures of some episodes (default: none)."""
+        return None
+
+    def close(self) -> None:
+        """Release what the world holds (sources, backends)."""
+        return None
+
+
+WorldFactory = Callable[[Any, Any], World]
+WORLDS: dict[str, WorldFactory] = {}
+"""Registered worlds by name (``world:`` in a config)."""
+
+
+def register_world(name: str, factory: WorldFactory) -> None:
+    """Make ``world: name`` available to every recipe, ``vlagent train`` and ``vlagent eval``."""
+    WORLDS[name] = factory
+
+
+def make_world(cfg: Any, policy: Any) -> World:
+    """The world ``cfg.world`` names, built for ``policy``.
+
+    Raises:
+        ConfigError: the name is not registered (the message lists the known worlds).
+    """
+    if cfg.world not in WORLDS:
+        raise ConfigError(f"world: {cfg.world!r} is unknown; known: {', '.join(sorted(WORLDS))}")
+    return WORLDS[cfg.world](cfg, policy)
