@@ -272,6 +272,7 @@ def sft_overrides(
         f"sft.lr={sft.lr}",
         "sft.num_demos=0",
         "eval.every=0",
+        "eval.rollout_pictures=0",
         f"run.out_dir={out_dir}",
         f"run.seed={job.seed}",
         f"run.threads={job.resolved_threads()}",
@@ -305,31 +306,33 @@ def ensure_sft_start(
     import shutil
 
     from vlagent.config import load_config
-    from vlagent.eval.grounding import evaluate_policy
+    from vlagent.eval.evaluate import evaluate
     from vlagent.io import atomic_write_json
     from vlagent.models.loading import load_policy
-    from vlagent.tasks import GroundingTask
     from vlagent.train.sft import run_sft
+    from vlagent.worlds import make_world
 
     shutil.rmtree(out_dir, ignore_errors=True)
     cfg = load_config(None, sft_overrides(model_dir, size.family, job, sft, out_dir))
     log.info("SFT start: %d steps on fresh %s screens", sft.steps, job.level)
     result = run_sft(cfg)
     policy = load_policy(result.final_dir, device=job.device)
-    task = GroundingTask(cfg.task, policy.family)
-    report = evaluate_policy(
+    world = make_world(cfg, policy)
+    report = evaluate(
+        world,
         policy,
-        task,
-        task.keys("val", 0, ttt.val_screens),
+        "val",
+        ttt.val_screens,
         batch_size=ttt.eval_batch_size,
         max_new_tokens=ttt.eval_max_new_tokens,
     )
+    world.close()
     info = {
         "path": str(result.final_dir),
         "steps": result.steps,
         "seconds": round(result.train_seconds, 2),
         "val_accuracy": report.accuracy,
-        "val_format_rate": report.format_rate,
+        "val_format_rate": report.metrics["format_rate"],
         "val_screens": ttt.val_screens,
     }
     atomic_write_json(info_path, info)

@@ -7,7 +7,8 @@ Both systems train the same tiny Qwen2.5-VL from the same SFT checkpoint on the 
 screens, prompts, reward, sampling and optimizer settings (``bench/trl_peer.py`` lists every
 TRL field). Throughput repeats alternate ours, TRL, ours, TRL …, each a fresh process started
 from the same checkpoint. Time-to-threshold runs train until held-out accuracy (our
-``evaluate_policy``, every k steps, eval time excluded) reaches the threshold.
+``vlagent.eval.evaluate`` on the val screens, every k steps, eval time excluded) reaches the
+threshold.
 Results: ``bench/results/grpo_vs_trl.json`` (atomic write, rewritten after every worker).
 """
 

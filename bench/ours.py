@@ -1,12 +1,19 @@
 """Worker side of "ours": the job as a ``run_grpo`` config, timed from its own metrics.jsonl.
 
+The run is the real pipeline, unchanged: ``vlagent.train.grpo.run_grpo`` in the ``grounding``
+world, whose every step is ``collect`` (B tasks × G episodes through the episode runner) then
+``train_step`` (credit, rows, ``policy_update``).
+
 Buckets (per measured step, seconds), read from the recipe's named phases:
-    generate  ``time/generate``: draw and render the B screens, encode prompts, sample B·G
-              completions (behaviour log-probs kept), decode, score each with the reward
+    generate  ``time/generate`` (``collect``): reset B·G grounding envs (render the B screens),
+              encode the prompts, sample B·G completions (behaviour log-probs kept), decode,
+              parse each answer and score it in its env
     logprob   ``time/old_logprob`` + ``time/ref``: extra no-grad log-prob passes (none in this
               job: β = 0 and the sampler's log-probs serve as the old ones)
-    update    ``time/update``: forward with grad, PPO-clip loss, backward, clip, AdamW step
-    other     the rest of the step's wall time (advantages, metrics logging, bookkeeping)
+    update    ``time/update``: ``policy_update`` (forward with grad, PPO-clip loss, backward,
+              clip, AdamW step)
+    other     the rest of the step's wall time (``time/advantage``: credit and rows, metrics
+              logging, bookkeeping)
 Wall time per step comes from the ``time`` stamp each metrics row gets when it is written, so
 ``samples_per_s`` = completions of the measured steps / (time of the last row − time of the
 last warm-up row), the same end-of-step-to-end-of-step window as the TRL side.
@@ -47,9 +54,10 @@ def overrides(
         ]
         if ttt
         else ["eval.every=0", "eval.monitor_screens=0"]
-    )
+    ) + ["eval.rollout_pictures=0"]
     return [
         "recipe=grpo",
+        "world=grounding",
         "algo=grpo",
         f"model.path={model_dir}",
         "model.build_tiny=false",
@@ -59,6 +67,8 @@ def overrides(
         f"task.level={job.level}",
         f"task.answer_format={job.answer_format}",
         f"task.reward={reward}",
+        "loop.max_turns=1",
+        f"loop.batch_size={job.completions_per_step}",
         f"grpo.steps={total_steps}",
         "grpo.max_seconds=0",
         "grpo.max_samples=0",
@@ -86,6 +96,7 @@ def overrides(
         "grpo.micro_batch_size=0",
         "grpo.recompute_old_logprobs=false",
         "grpo.gradient_checkpointing=false",
+        "grpo.shared_prefix=true",
         *eval_keys,
         f"run.out_dir={run_dir}",
         f"run.seed={job.seed}",
@@ -98,43 +109,39 @@ def overrides(
 
 
 class _StopAtThreshold:
-    """Wraps the recipe's ``monitor``: times each eval and ends the run once it passes.
+    """Wraps the recipe's monitor eval (``Run.validate``): times each eval and ends the run
+    once held-out accuracy passes the threshold.
 
     The recipe loop reads ``cfg.grpo.steps`` every iteration, so setting it to 0 ends the run
-    cleanly after the current step is logged. The recipe's one extra eval after the loop is
-    answered from the last report (its result is known) so it costs nothing.
+    cleanly after the current step is logged.
     """
 
-    def __init__(self, real: Any, cfg: Any, threshold: float, in_loop_evals: int) -> None:
+    def __init__(self, real: Any, cfg: Any, threshold: float) -> None:
         self.real, self.cfg, self.threshold = real, cfg, threshold
-        self.in_loop_evals = in_loop_evals
         self.evals: list[dict[str, float]] = []
-        self.last: Any = None
-        self.stopped = False
 
-    def __call__(self, policy: Any, task: Any, ecfg: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.stopped or len(self.evals) >= self.in_loop_evals:
-            return self.last
+    def __call__(self, run: Any, step: int) -> dict[str, float]:
         start_wall, t0 = time.time(), time.perf_counter()
-        report = self.real(policy, task, ecfg, *args, **kwargs)
+        out = self.real(run, step)
+        accuracy = float(out["val/accuracy"])
         self.evals.append(
             {
-                "accuracy": report.accuracy,
+                "step": step,
+                "accuracy": accuracy,
                 "start_time": start_wall,
                 "eval_seconds": time.perf_counter() - t0,
             }
         )
-        self.last = report
-        if report.accuracy >= self.threshold:
-            self.stopped = True
+        if accuracy >= self.threshold:
             self.cfg.grpo.steps = 0
-        return report
+        return out
 
 
 def run(job_dict: dict[str, Any]) -> dict[str, Any]:
     """Run our GRPO recipe on the job; return throughput or time-to-threshold numbers."""
-    import vlagent.train.grpo as recipe
     from vlagent.config import load_config
+    from vlagent.train import common
+    from vlagent.train.grpo import run_grpo
     from vlagent.train.outputs import read_metrics
 
     job = JobConfig(**{**job_dict["job"], "reward": tuple(map(tuple, job_dict["job"]["reward"]))})
@@ -148,11 +155,16 @@ def run(job_dict: dict[str, Any]) -> dict[str, Any]:
     )
     hook = None
     if ttt:
-        if not callable(getattr(recipe, "monitor", None)):
-            raise BenchError("vlagent.train.grpo.monitor is gone: update bench/ours.py's eval hook")
-        hook = _StopAtThreshold(recipe.monitor, cfg, ttt.threshold, total // ttt.eval_every)
-        recipe.monitor = hook
-    recipe.run_grpo(cfg)
+        real = getattr(common.Run, "validate", None)
+        if not callable(real):
+            raise BenchError("vlagent.train.common.Run.validate is gone: update bench/ours.py")
+        hook = _StopAtThreshold(real, cfg, ttt.threshold)
+        common.Run.validate = lambda self, step: hook(self, step)  # type: ignore[method-assign]
+    try:
+        run_grpo(cfg)
+    finally:
+        if ttt:
+            common.Run.validate = real  # type: ignore[method-assign]
     rows = sorted(read_metrics(run_dir / "metrics.jsonl", "grpo"), key=lambda r: r["step"])
     import torch
 
@@ -163,6 +175,7 @@ def run(job_dict: dict[str, Any]) -> dict[str, Any]:
         "steps_run": len(rows),
     }
     if ttt:
+        assert hook is not None
         out.update(_threshold_result(rows, hook, ttt))
     else:
         out.update(_throughput(rows, job.warmup_steps))
@@ -198,11 +211,11 @@ def _throughput(rows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
 def _threshold_result(
     rows: list[dict[str, Any]], hook: _StopAtThreshold, ttt: ThresholdConfig
 ) -> dict[str, Any]:
-    # The first step started train_seconds (its own duration) before its row was written.
-    t0 = rows[0]["time"] - rows[0]["train_seconds"]
-    val_rows = [r for r in rows if r.get("val/accuracy") is not None]
-    evals = [
-        (r["step"], e["accuracy"], e["start_time"], e["eval_seconds"])
-        for r, e in zip(val_rows, hook.evals, strict=False)
-    ]
+    if not hook.evals:
+        return threshold_result([], 0.0, ttt.threshold)
+    # Training began train_seconds (evals excluded) before the first eval started.
+    first = hook.evals[0]
+    trained = {r["step"]: r["train_seconds"] for r in rows}
+    t0 = first["start_time"] - trained[first["step"]]
+    evals = [(e["step"], e["accuracy"], e["start_time"], e["eval_seconds"]) for e in hook.evals]
     return threshold_result(evals, t0, ttt.threshold)

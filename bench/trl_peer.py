@@ -2,7 +2,8 @@
 
 Same model (the SFT start loaded with our ``load_policy``), same processor and chat template,
 same prompts (``vlagent.batching.user_message`` with the screenshot), same reward
-(``GroundingTask.score`` through the codec), same sampling knobs and optimizer, β = 0.
+(the grounding world's codec parses the text, its ``GroundingEnv`` scores it: the path our
+runner takes), same sampling knobs and optimizer, β = 0.
 ``loss_type="dapo"`` is TRL's token-level mean (sum over completion tokens / tokens in the
 generation batch); with one process, ``gradient_accumulation_steps=1`` and
 ``steps_per_generation=1`` it is exactly our ``token_mean``.
@@ -85,6 +86,30 @@ def grpo_config_kwargs(job: JobConfig, run_dir: Path, max_steps: int) -> dict[st
     }
 
 
+class ScreenTask:
+    """The grounding world's screens and scoring, as TRL's dataset and reward function need them.
+
+    ``score`` is what our runner does with a reply: the world's codec parses the text in the
+    screen's frame and a ``GroundingEnv`` reset on the same screen scores the action.
+    """
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+        self.env = world.make_env("train")
+
+    def keys(self, split: str, start: int, count: int) -> list[int]:
+        return self.world.task_ids(split, start, count)
+
+    def sample(self, key: int) -> Any:
+        return self.world.sample(key)
+
+    def score(self, text: str, key: int, frame: Any) -> tuple[float, dict[str, Any]]:
+        answer = self.world.codec.parse(text, frame)
+        self.env.reset(options={"task_id": key})
+        _, reward, _, _, info = self.env.step(answer.to_action())
+        return reward, info
+
+
 class PhaseClock:
     """Per-step seconds of named phases, filled by method wrappers and callbacks."""
 
@@ -139,15 +164,15 @@ def build_trainer(job: JobConfig, model_dir: str, run_dir: Path, max_steps: int)
     from trl import GRPOConfig, GRPOTrainer
 
     from vlagent.batching import forbidden_token_ids, image_frame, user_message
-    from vlagent.config import TaskConfig
+    from vlagent.config import TaskConfig, TrainConfig
     from vlagent.models.loading import load_policy
-    from vlagent.tasks import GroundingTask
+    from vlagent.worlds.grounding import GroundingWorld
 
     policy = load_policy(model_dir, device=job.device)
     task_cfg = TaskConfig(
         level=job.level, answer_format=job.answer_format, reward=job.reward_dict()
     )
-    task = GroundingTask(task_cfg, policy.family)
+    task = ScreenTask(GroundingWorld(TrainConfig(task=task_cfg), policy))
     clock = PhaseClock()
     processor = policy.processor
 
@@ -213,12 +238,12 @@ def prompt_parity(trainer: Any, policy: Any, task: Any, keys: list[int]) -> dict
     from PIL import Image
     from trl.data_utils import prepare_multimodal_messages
 
-    from vlagent.batching import encode_prompts, user_message
+    from vlagent.batching import user_message
+    from vlagent.rollout.tokens import encode_prompt
 
     samples = [task.sample(k) for k in keys]
-    ours = encode_prompts(
-        policy.processor, [s.image for s in samples], [s.instruction for s in samples]
-    )
+    # The grounding adapter's encoder (one prompt per screen, no system prompt).
+    ours = [encode_prompt(policy.processor, [s.image], s.instruction) for s in samples]
     msgs = [
         prepare_multimodal_messages(user_message(s.instruction), images=[Image.fromarray(s.image)])
         for s in samples
@@ -227,13 +252,13 @@ def prompt_parity(trainer: Any, policy: Any, task: Any, keys: list[int]) -> dict
         trl_ids, _, fields = trainer._tokenize_prompts(msgs)
     except (AttributeError, TypeError) as err:  # private API moved: report, do not fail the run
         return {"checked": False, "reason": f"{type(err).__name__}: {err}"}
-    ids, mask = ours.inputs["input_ids"], ours.inputs["attention_mask"]
-    our_ids = [row[m.bool()].tolist() for row, m in zip(ids, mask, strict=True)]
+    our_ids = [p.input_ids.tolist() for p in ours]
     same_ids = [list(map(int, t)) for t in trl_ids] == our_ids
     pv = fields.get("pixel_values")
+    our_pv = torch.cat([p.pixel_values for p in ours])
     diff = (
-        float((torch.as_tensor(pv) - ours.inputs["pixel_values"]).abs().max())
-        if pv is not None and torch.as_tensor(pv).shape == ours.inputs["pixel_values"].shape
+        float((torch.as_tensor(pv) - our_pv).abs().max())
+        if pv is not None and torch.as_tensor(pv).shape == our_pv.shape
         else None
     )
     return {"checked": True, "prompt_ids_equal": same_ids, "pixel_values_max_abs_diff": diff}
@@ -292,14 +317,12 @@ def _throughput(clock: PhaseClock, trainer: Any, job: JobConfig) -> dict[str, An
 
 
 def _add_threshold_callback(trainer: Any, policy: Any, task: Any, ttt: ThresholdConfig) -> Any:
-    """Evaluate with our ``evaluate_policy`` every k steps; stop training at the threshold."""
+    """Evaluate with our ``evaluate`` every k steps; stop training at the threshold."""
     import dataclasses
 
     from transformers import TrainerCallback
 
-    from vlagent.eval.grounding import evaluate_policy
-
-    keys = task.keys("val", 0, ttt.val_screens)
+    from vlagent.eval.evaluate import evaluate
 
     class StopAtThreshold(TrainerCallback):
         def __init__(self) -> None:
@@ -310,10 +333,11 @@ def _add_threshold_callback(trainer: Any, policy: Any, task: Any, ttt: Threshold
                 return control
             t0 = time.perf_counter()
             model = trainer.accelerator.unwrap_model(trainer.model)
-            report = evaluate_policy(
+            report = evaluate(
+                task.world,
                 dataclasses.replace(policy, model=model),
-                task,
-                keys,
+                "val",
+                ttt.val_screens,
                 batch_size=ttt.eval_batch_size,
                 max_new_tokens=ttt.eval_max_new_tokens,
             )

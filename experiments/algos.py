@@ -24,24 +24,33 @@ from pathlib import Path
 from typing import Any
 
 from vlagent.config import RECIPES_DIR, load_config
-from vlagent.eval.grounding import evaluate_policy
+from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_write_json
 from vlagent.models.loading import load_policy
-from vlagent.tasks import GroundingTask
 from vlagent.train.common import ensure_model, quiet_transformers
 from vlagent.train.grpo import run_grpo
 from vlagent.train.sft import run_sft
+from vlagent.worlds import make_world
 
 log = logging.getLogger(__name__)
 
 
 def held_out(path: str, cfg: Any) -> float:
+    """Greedy accuracy of the checkpoint at ``path`` on the first ``eval.num_screens`` test
+    screens of ``cfg``'s world."""
     policy = load_policy(path)
-    task = GroundingTask(cfg.task, policy.family)
-    keys = task.keys("test", 0, cfg.eval.num_screens)
-    return evaluate_policy(
-        policy, task, keys, batch_size=cfg.eval.batch_size, max_new_tokens=cfg.eval.max_new_tokens
-    ).accuracy
+    world = make_world(cfg, policy)
+    try:
+        return evaluate(
+            world,
+            policy,
+            "test",
+            cfg.eval.num_screens,
+            batch_size=cfg.eval.batch_size,
+            max_new_tokens=cfg.eval.max_new_tokens,
+        ).accuracy
+    finally:
+        world.close()
 
 
 def run_seed(
@@ -69,8 +78,8 @@ def run_seed(
         base,
         recipe="sft",
         model=model,
-        sft=dataclasses.replace(
-            base.sft, demo_seed_offset=base.sft.demo_seed_offset + seed * 100_000
+        task=dataclasses.replace(
+            base.task, demo_seed_offset=base.task.demo_seed_offset + seed * 100_000
         ),
         run=dataclasses.replace(base.run, out_dir=str(out / f"seed_{seed}" / "sft")),
     )

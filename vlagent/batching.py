@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from perception_tools.geometry import Frame, ImageSize, frame_for
+from vlagent.algos.entropy import entropy_of_logp
 
 
 @dataclasses.dataclass
@@ -248,7 +249,5 @@ def completion_logprobs(
     tok = logp.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [B, T]
     if entropy_out is not None:
         with torch.no_grad():
-            probs = logp.exp()
-            ent = -(probs * logp.masked_fill(probs == 0, 0.0)).sum(-1)  # [B, T]
-            entropy_out.append(ent * mask)
+            entropy_out.append(entropy_of_logp(logp, mask))  # [B, T]
     return tok * mask

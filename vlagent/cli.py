@@ -1,6 +1,6 @@
-"""vlagent command line: quickstart, train, sft, eval, eval-suite, bench, build-tiny-model, envs.
+"""vlagent command line: quickstart, train, sft, eval, bench, build-tiny-model, envs.
 
-Every training command takes ``--config FILE`` (YAML under ``configs/``) and dotted overrides
+Every training command takes ``--config FILE|NAME`` (a YAML file or a packaged recipe) and dotted overrides
 (``grpo.lr=1e-5 run.seed=3``); the resolved config is saved in the run folder.
 """
 

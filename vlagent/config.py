@@ -1,9 +1,10 @@
 """Run configuration: nested dataclasses (the only place defaults live), YAML recipes, dotted overrides.
 
-``load_config("configs/grpo.yaml", ["grpo.lr=1e-5", "run.seed=3"])`` merges the YAML file and the
-overrides into ``TrainConfig`` through OmegaConf structured configs: an unknown key or a value of
-the wrong type fails with a message naming the file and the dotted key; ``__post_init__`` checks
-ranges and names the field.
+``load_config("grpo", ["grpo.lr=1e-5", "run.seed=3"])`` merges a YAML recipe (a file path, or the
+name of a recipe shipped in ``vlagent/configs/``) and the overrides into ``TrainConfig`` through
+OmegaConf structured configs: an unknown key or a value of the wrong type fails with a message
+naming the file and the dotted key; ``__post_init__`` checks ranges and names the field. One
+schema serves every world: the world-specific sections live in ``vlagent/world_config.py``.
 """
 
 from __future__ import annotations
@@ -203,6 +204,7 @@ def load_config(
         ConfigError: the file is missing or not YAML, a key is unknown, a value has the wrong
             type, or a field is out of range; the message names the file and the dotted key.
     """
+    import yaml
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -237,7 +239,11 @@ def load_config(
                 raise ConfigError(f"override {item!r} must look like key=value (e.g. grpo.lr=1e-5)")
             key = item.split("=", 1)[0].strip()
             replaced = [key] if key in replace_paths else []
-            sources.append((f"override {item!r}", OmegaConf.from_dotlist([item]), replaced))
+            try:
+                layer = OmegaConf.from_dotlist([item])
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"override {item!r} is not valid YAML: {exc}") from exc
+            sources.append((f"override {item!r}", layer, replaced))
         preset = _preset_layer(sources, schema)
         if preset is not None:
             sources.insert(0, preset)

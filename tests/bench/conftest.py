@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -10,7 +12,7 @@ from vlagent.train.common import quiet_transformers
 
 @pytest.fixture(scope="session", autouse=True)
 def _torch_setup():
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("VLAGENT_TEST_THREADS", "2")))
     quiet_transformers()
 
 

@@ -149,3 +149,40 @@ def test_grpo_vs_trl_end_to_end_micro_budget(tmp_path):
         / report["throughput"]["trl"]["summary"]["samples_per_s"]["median"]
     )
     assert report["checks"]["trl"]["prompt_ids_equal"] is True
+
+
+@pytest.mark.slow
+def test_ours_end_to_end_micro_budget(tmp_path):
+    """The harness with our side alone (runs without TRL): SFT start, throughput worker and
+    time-to-threshold worker, each a fresh process running ``run_grpo``."""
+    out = tmp_path / "result.json"
+    code = grpo_vs_trl.main(
+        [
+            "--preset",
+            "smoke",
+            "--systems",
+            "ours",
+            "--work-dir",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            "--ttt-repeats",
+            "1",
+            "--threshold",
+            "1.01",  # never reached: every eval of the 2-step cap runs
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, schema.GRPO_VS_TRL)
+    assert report["complete"] and report["config"]["systems"] == ["ours"]
+    assert 0.0 <= report["sft_start"]["val_accuracy"] <= 1.0
+    (rep,) = report["throughput"]["ours"]["repeats"]
+    assert rep["steps_measured"] == 2
+    assert rep["completions"] == 2 * 2 * 2  # steps × B × G
+    assert rep["buckets"]["update"] > 0 and rep["buckets"]["generate"] > 0
+    assert {"time/generate", "time/update"} <= set(rep["phases"])
+    (run,) = report["time_to_threshold"]["ours"]["runs"]
+    assert not run["reached"] and run["seconds"] is None
+    assert [c["step"] for c in run["curve"]] == [1, 2]  # eval every step, 2-step cap
+    assert 0 < run["curve"][0]["train_seconds"] < run["curve"][1]["train_seconds"]

@@ -2,10 +2,12 @@
 
 On a fixed batch (2 prompts × 4 fixed completions of different lengths, fixed advantages and
 old log-probs chosen so that both clip edges are active), ``policy_update`` — whatever fast path
-it takes (prefix sharing, micro-batching) — must give the loss and the gradients of a reference
-that runs one full, unpadded forward per row (prompt + completion) and writes log-softmax,
-gather and the clipped surrogate out by hand. Only public functions are called, so a rewrite of
-the hot path is checked, not bypassed.
+it takes (prefix sharing, micro-batching, the full forward under gradient checkpointing) — must
+give the loss and the gradients of a reference that runs one full, unpadded forward per row
+(prompt + completion) and writes log-softmax, gather and the clipped surrogate out by hand.
+The batch goes the trainer's own way: one-turn trajectories (one shared ``Prompt`` per group)
+flattened by ``build_rows`` into a ``RowBatch``. Only public functions are called, so a rewrite
+of the hot path is checked, not bypassed.
 """
 
 from __future__ import annotations
@@ -17,15 +19,13 @@ import pytest
 import torch
 
 from vlagent.algo_config import GRPOConfig
-from vlagent.batching import (
-    completion_logprobs,
-    encode_prompts,
-    forbidden_token_ids,
-    repeat_prompts,
-)
+from vlagent.batching import completion_logprobs, forbidden_token_ids, repeat_prompts
 from vlagent.models.loading import load_policy
-from vlagent.rollout.hf import generate
-from vlagent.train.grpo_update import UpdateBatch, policy_update
+from vlagent.rollout.forward import row_logprobs
+from vlagent.rollout.rows import RowBatch, batch_prompts, build_rows
+from vlagent.rollout.tokens import encode_prompt
+from vlagent.rollout.trajectory import Segment, Trajectory, Turn
+from vlagent.train.update import UpdateBatch, policy_update
 
 G = 4
 TEMPERATURE = 0.8
@@ -72,11 +72,15 @@ class GradRecorder(torch.optim.Optimizer):
 
 
 def _fixed_batch(policy):
-    """Prompts (our encoder), the fixed completions [8, T] and their mask [8, T]."""
+    """Prompts (our encoder: one ``Prompt`` per screen), the fixed completions [8, T] and their
+    mask [8, T]."""
     imgs = [
         np.random.default_rng(i).integers(0, 255, (224, 224, 3), dtype=np.uint8) for i in range(2)
     ]
-    prompts = encode_prompts(policy.processor, imgs, INSTRUCTIONS)
+    prompts = [
+        encode_prompt(policy.processor, [im], text)
+        for im, text in zip(imgs, INSTRUCTIONS, strict=True)
+    ]
     tok = policy.tokenizer
     rows = []
     for text, ends in ANSWERS:
@@ -97,25 +101,21 @@ def _reference_token_logprobs(model, prompts, ids, mask, forbidden):
     Returns:
         List of N tensors [L_r] (L_r = completion tokens of row r), differentiable.
     """
-    inp = prompts.inputs
-    pixel_chunks = torch.split(inp["pixel_values"], inp["image_grid_thw"].prod(-1).tolist())
     out = []
     for r in range(ids.shape[0]):
-        p = r // G  # rows are prompt-major: row r continues prompt r // G
-        keep = inp["attention_mask"][p].bool()
-        prompt_ids = inp["input_ids"][p][keep]
+        prompt = prompts[r // G]  # rows are prompt-major: row r continues prompt r // G
+        prompt_ids = prompt.input_ids
         n_prompt, n_tok = prompt_ids.shape[0], int(mask[r].sum())
         seq = torch.cat([prompt_ids, ids[r, :n_tok]])[None]  # [1, P + L]
+        types = prompt.mm_token_type_ids
         kwargs = {
             "input_ids": seq,
             "attention_mask": torch.ones_like(seq),
-            "pixel_values": pixel_chunks[p],
-            "image_grid_thw": inp["image_grid_thw"][p : p + 1],
+            "pixel_values": prompt.pixel_values,
+            "image_grid_thw": prompt.image_grid_thw,
+            "mm_token_type_ids": torch.cat([types, types.new_zeros(n_tok)])[None],
             "use_cache": False,
         }
-        if "mm_token_type_ids" in inp:
-            types = inp["mm_token_type_ids"][p][keep]
-            kwargs["mm_token_type_ids"] = torch.cat([types, types.new_zeros(n_tok)])[None]
         logits = model(**kwargs).logits[0].float()  # [P + L, V]
         pred = logits[n_prompt - 1 : n_prompt - 1 + n_tok]  # position i predicts token i + 1
         banned = torch.zeros(pred.shape[-1], dtype=torch.bool)
@@ -197,27 +197,47 @@ def reference(tiny_qwen25_dir) -> Reference:
     return Reference(policy, prompts, ids, mask, old, current, loss.item(), grads)
 
 
+def _trajectories(ref: Reference) -> list[Trajectory]:
+    """One one-turn trajectory per row: group g's four rows share prompt g's object, the turn's
+    tokens are the fixed completion (loss on every one), its behaviour log-probs the old ones."""
+    trajs = []
+    for r, (text, ends) in enumerate(ANSWERS):
+        n = int(ref.mask[r].sum())
+        seg = Segment(ref.prompts[r // G])
+        start, end = seg.append(
+            ref.ids[r, :n].tolist(), policy=True, logprobs=ref.old[r, :n].tolist()
+        )
+        turn = Turn(0, start, end, text, truncated=not ends)
+        trajs.append(Trajectory(task_id=r // G, group_id=r // G, segments=[seg], turns=[turn]))
+    return trajs
+
+
+def _rows(ref: Reference) -> RowBatch:
+    trajs = _trajectories(ref)
+    rows = build_rows(trajs, [[float(a)] for a in ADVANTAGES], ref.policy.tokenizer.pad_token_id)
+    # The flattening itself: one row per trajectory, prompts shared per group, tokens as given.
+    assert len(rows) == len(ANSWERS) and len(rows.prompts) == 2
+    assert rows.row_prompt.tolist() == [r // G for r in range(len(ANSWERS))]
+    torch.testing.assert_close(rows.mask, ref.mask)
+    assert torch.equal(rows.ids * ref.mask.long(), ref.ids * ref.mask.long())
+    torch.testing.assert_close(rows.old_logp, ref.old * ref.mask)
+    torch.testing.assert_close(rows.advantages, ADVANTAGES)
+    assert rows.truncated.tolist() == [not ends for _, ends in ANSWERS]
+    return rows
+
+
 @pytest.mark.parametrize(
     ("micro_batch_size", "gradient_checkpointing"), [(0, False), (3, False), (0, True)]
 )
 def test_policy_update_matches_plain_reference(reference, micro_batch_size, gradient_checkpointing):
     ref = reference
-    policy, ids, mask, old = ref.policy, ref.ids, ref.mask, ref.old
-    # Our path: a rollout from the public sampler, its completions replaced by the fixed ones.
-    sampled = generate(policy, ref.prompts, group_size=G, max_new_tokens=2, generator_seed=0)
-    rollout = dataclasses.replace(
-        sampled,
-        completion_ids=ids,
-        mask=mask,
-        behaviour_logprobs=old * mask,
-        texts=[text for text, _ in ANSWERS],
-        truncated=torch.tensor([not ends for _, ends in ANSWERS]),
-    )
+    policy = ref.policy
+    rows = _rows(ref)
     g = GRPOConfig(
         prompts_per_step=2,
         group_size=G,
         temperature=TEMPERATURE,
-        max_new_tokens=ids.shape[1],
+        max_new_tokens=ref.ids.shape[1],
         clip_eps_low=EPS_LOW,
         clip_eps_high=EPS_HIGH,
         aggregation="token_mean",
@@ -227,7 +247,7 @@ def test_policy_update_matches_plain_reference(reference, micro_batch_size, grad
     )
     opt = GradRecorder(list(policy.model.named_parameters()))
     stats = policy_update(
-        policy, UpdateBatch(rollout, ADVANTAGES, old, mask, None), g, opt, None, shuffle_seed=0
+        policy, UpdateBatch(rows, rows.old_logp, rows.mask, None), g, opt, None, shuffle_seed=0
     )
     policy.model.zero_grad(set_to_none=True)
 
@@ -243,13 +263,36 @@ def test_policy_update_matches_plain_reference(reference, micro_batch_size, grad
         assert rel < 1e-3, f"{name}: max gradient error is {rel:.2e} of the largest entry"
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_row_logprobs_match_plain_reference(reference, shared):
+    """The training forward alone, both paths: shared prefill per prompt, and one full forward
+    per row."""
+    ref = reference
+    policy = ref.policy
+    rows = _rows(ref)
+    with torch.no_grad():
+        ours = row_logprobs(
+            policy.model,
+            rows,
+            policy.tokenizer.pad_token_id,
+            temperature=TEMPERATURE,
+            forbidden=forbidden_token_ids(policy.tokenizer),
+            shared=shared,
+        )
+    for r, logp in enumerate(ref.token_logps):
+        n = logp.shape[0]
+        torch.testing.assert_close(ours[r, :n], logp, atol=1e-5, rtol=0)
+        assert torch.all(ours[r, n:] == 0)
+
+
 def test_completion_logprobs_match_plain_reference(reference):
     ref = reference
     policy = ref.policy
+    prompts = batch_prompts(ref.prompts, policy.tokenizer.pad_token_id)
     with torch.no_grad():
         ours = completion_logprobs(
             policy.model,
-            repeat_prompts(ref.prompts, G),
+            repeat_prompts(prompts, G),
             ref.ids,
             ref.mask,
             temperature=TEMPERATURE,

@@ -10,7 +10,9 @@ from vlagent.train.common import quiet_transformers
 
 @pytest.fixture(scope="session", autouse=True)
 def _torch_setup():
-    torch.set_num_threads(2)
+    import os
+
+    torch.set_num_threads(int(os.environ.get("VLAGENT_TEST_THREADS", "2")))
     quiet_transformers()
 
 

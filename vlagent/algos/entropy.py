@@ -1,4 +1,4 @@
-"""Per-token entropy of the policy's next-token distribution, computed a few rows at a time."""
+"""Per-token entropy of the policy's next-token distribution (logged by every training forward)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,19 @@ def token_entropy(logits: torch.Tensor, mask: torch.Tensor, *, chunk_rows: int =
     chunks = []
     for start in range(0, logits.shape[0], chunk_rows):
         z = logits[start : start + chunk_rows].to(dtype)  # [n, T, V]
-        logp = torch.log_softmax(z, dim=-1)
-        p = logp.exp()
-        plogp = torch.where(p > 0, p * logp, torch.zeros_like(p))  # 0·log 0 = 0
-        chunks.append(-plogp.sum(dim=-1))  # [n, T]
+        chunks.append(entropy_of_logp(torch.log_softmax(z, dim=-1)))  # [n, T]
     if not chunks:
         return logits.new_zeros(logits.shape[:2], dtype=dtype)
     return torch.cat(chunks) * mask.to(dtype)
+
+
+def entropy_of_logp(logp: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Entropy -Σ_v p_v log p_v [N, T] of log-distributions ``logp`` [N, T, V] (0 where ``mask``
+    is 0; ``-inf`` entries, i.e. banned tokens, contribute 0).
+
+    >>> round(float(entropy_of_logp(torch.log(torch.tensor([[[0.5, 0.5, 0.0]]])))[0, 0]), 4)
+    0.6931
+    """
+    p = logp.exp()
+    h = -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(dim=-1)
+    return h if mask is None else h * mask.to(h.dtype)

@@ -4,7 +4,7 @@
 weights, tokenizer, processor, chat template, generation config) that ``load_policy`` reads like
 any Hugging Face checkpoint. Nothing is downloaded.
 
-Localization init (see ``shared/LEARNABILITY.md``): with transformers' default init a tiny
+Localization init (``docs/DESIGN.md``, "The tiny model"): with transformers' default init a tiny
 vision tower carries almost no information about *where* things are, and a tiny policy never
 learns to click in a CPU budget. ``localization_init=True`` applies the two changes that were
 measured to fix it: Qwen3-VL's learned vision position table is filled with a 2-D sin/cos table

@@ -15,16 +15,10 @@ from typing import Any
 
 import torch
 
+from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import mask_logits
 from vlagent.rollout.prefix import completion_logprobs_shared
 from vlagent.rollout.rows import RowBatch, batch_prompts
-
-
-def _entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Per-token entropy [n, T] of a log-distribution [n, T, V] (0 off ``mask``)."""
-    with torch.no_grad():
-        probs = logp.exp()
-        return -(probs * logp.masked_fill(probs == 0, 0.0)).sum(-1) * mask
 
 
 def full_inputs(batch: RowBatch, pad_id: int) -> dict[str, torch.Tensor]:
@@ -98,6 +92,7 @@ def row_logprobs(
     logp = torch.log_softmax(mask_logits(logits[:, :-1, :].float(), forbidden) / temperature, -1)
     tok = logp.gather(-1, ids.unsqueeze(-1)).squeeze(-1)  # [n, T]
     if entropy_out is not None:
-        entropy_out.append(_entropy(logp, mask))
+        with torch.no_grad():
+            entropy_out.append(entropy_of_logp(logp, mask))
     # where, not a product: observation tokens include image pads, whose log-prob is -inf.
     return torch.where(mask > 0, tok, torch.zeros_like(tok))

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits
 from vlagent.errors import VlagentError
 
@@ -189,6 +190,5 @@ def completion_logprobs_shared(
     tok = logp.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [n, T]
     if entropy_out is not None:
         with torch.no_grad():
-            probs = logp.exp()
-            entropy_out.append(-(probs * logp.masked_fill(probs == 0, 0.0)).sum(-1) * mask)
+            entropy_out.append(entropy_of_logp(logp, mask))  # [B, T]
     return tok * mask

@@ -105,6 +105,9 @@ def build_rows(
 ) -> RowBatch:
     """Flatten trajectories into rows (every segment that holds a policy token).
 
+    An episode a backend error ended (``error`` set, reward NaN) contributes no rows: its
+    tokens get no loss and do not count in the loss normalizer.
+
     Args:
         trajectories: finished episodes.
         turn_advantages: per trajectory, one advantage per turn (broadcast to the turn's
@@ -115,6 +118,8 @@ def build_rows(
     where: dict[int, int] = {}
     rows = []  # (traj index, segment, per-token advantage list)
     for ti, traj in enumerate(trajectories):
+        if traj.error is not None:
+            continue
         for si, seg in enumerate(traj.segments):
             if not any(seg.loss_mask):
                 continue

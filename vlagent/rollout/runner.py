@@ -47,7 +47,8 @@ class Decision:
         kind: ``env`` (send ``action`` to ``env.step``), ``tool`` / ``tool_error`` (the adapter
             already appended the observation turn), or ``over_limit`` (end the episode).
         action: the env action mapping (kind ``env``) or the tool call.
-        reason: why, for ``over_limit``.
+        reason: why, for ``over_limit`` (empty: the runner names the turn or token budget
+            that ``last`` ran out).
     """
 
     kind: str
@@ -197,14 +198,14 @@ def _after_turn(
     if decision.kind == "env":
         _step_env(slot, turn, decision.action, adapter)
     elif decision.kind == "over_limit":
-        _end_over_limit(traj, turn, decision.reason, limits)
+        _end_over_limit(traj, turn, decision.reason or _spent(traj, limits), limits)
     elif last and limits.over_limit != "none":
-        _end_over_limit(
-            traj,
-            turn,
-            "max_turns" if len(traj.turns) >= limits.max_turns else "max_episode_tokens",
-            limits,
-        )
+        _end_over_limit(traj, turn, _spent(traj, limits), limits)
+
+
+def _spent(traj: Trajectory, limits: Limits) -> str:
+    """The budget a ``last`` turn ran out: turns, else the episode's tokens."""
+    return "max_turns" if len(traj.turns) >= limits.max_turns else "max_episode_tokens"
 
 
 def run_episodes(

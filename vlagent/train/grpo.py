@@ -208,7 +208,9 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
     )
     policy, opt, world, extra = run.policy, run.opt, run.world, run.extra
     if g.gradient_checkpointing:
-        policy.model.gradient_checkpointing_enable()
+        model = policy.model
+        enable = getattr(model, "activation_checkpointing_enable", None)
+        (enable or model.gradient_checkpointing_enable)()
     sched = make_scheduler(opt, g)
     if run.state and run.state.get("scheduler"):
         sched.load_state_dict(run.state["scheduler"])

@@ -84,7 +84,8 @@ def batch_task_ids(cfg: TrainConfig, world: World, step: int) -> list[Any]:
 def sft_loss(policy: Any, trajs: list[Trajectory]) -> tuple[torch.Tensor, float]:
     """Mean negative log-likelihood of the policy tokens of ``trajs`` (and the token count)."""
     rows = build_rows(trajs, None, policy.tokenizer.pad_token_id)
-    logp = row_logprobs(policy.model, rows, policy.tokenizer.pad_token_id)
+    # The full forward: demonstrations rarely share a prompt, so prefix sharing saves nothing.
+    logp = row_logprobs(policy.model, rows, policy.tokenizer.pad_token_id, shared=False)
     mask = rows.mask.to(logp.device)
     return -(logp.sum() / mask.sum()), float(mask.sum())
 

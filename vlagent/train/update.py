@@ -142,7 +142,7 @@ def policy_update(
                     continue
                 ents: list[torch.Tensor] = []
                 logp = sequence_logprobs(policy, rows.select(micro), g, entropy_out=ents)
-                ent_sum += float(ents[0].sum())
+                ent_sum += float((ents[0] * mask.to(ents[0].device)).sum())  # loss tokens only
                 ent_tokens += float(mask.sum())
                 device = logp.device
                 ref = (

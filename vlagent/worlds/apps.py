@@ -123,7 +123,7 @@ class OracleDemonstrator:
 
         key = id(traj)
         if key not in self._oracles:
-            task = self.world.suite("demo").get(traj.task_id)
+            task = self.world.task(traj.task_id)
             self._oracles[key] = POLICIES["oracle"](task, traj.seed)
         mapping = self._oracles[key].act(obs)
         return self.codec.render(parse_action(mapping), traj.segment.prompt.frame)
@@ -156,6 +156,11 @@ class AppsWorld(World):
     def suite(self, split: Split) -> Any:
         """The task suite of ``split`` (train and demo: the training suite)."""
         return self._suites["train" if split in ("train", "demo") else "eval"]
+
+    def task(self, task_id: str) -> Any:
+        """The task ``task_id`` of the training or the held-out suite."""
+        train = self.suite("train")
+        return train.get(task_id) if task_id in train.ids else self.suite("test").get(task_id)
 
     def make_env(self, split: Split) -> Any:
         from gui.apps.env import PhoneEnv, TaskBudgetLimit

@@ -118,8 +118,8 @@ class ZoomAdapter:
         parsed = parse_tool_call(turn.text) if self.tools.enabled else None
         if parsed is None:
             return Decision("env", self._answer(traj, turn.text).to_action())
-        if last:  # no turn or token left to use the tool's answer
-            return Decision("over_limit", parsed.call, "max_turns")
+        if last:  # no turn or token left to use the tool's answer (the runner names which)
+            return Decision("over_limit", parsed.call)
         result = self._call(traj, parsed)
         seg = traj.segment
         if result.error is None and result.image is not None:

@@ -8,19 +8,16 @@ the advantages, log-probs that do not line up with the sampled tokens, a dead op
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from vlagent.config import load_config
+from vlagent.eval.evaluate import evaluate
 from vlagent.models.loading import load_policy
-from vlagent.tasks import GroundingTask
-from vlagent.train.common import monitor
 from vlagent.train.grpo import run_grpo
 from vlagent.train.sft import run_sft
+from vlagent.worlds import make_world
 
-REPO = Path(__file__).resolve().parents[2]
-QUICK = REPO / "configs" / "quickstart.yaml"
+QUICK = "quickstart"  # the packaged recipe
 COMMON = [
     "run.progress=false",
     "run.samples_every=0",
@@ -62,7 +59,17 @@ def test_grpo_improves_heldout_accuracy_over_sft(tmp_path):
 
     def accuracy(path: str) -> float:
         policy = load_policy(path)
-        return monitor(policy, GroundingTask(grpo_cfg.task, policy.family), grpo_cfg.eval).accuracy
+        e = grpo_cfg.eval
+        report = evaluate(
+            make_world(grpo_cfg, policy),
+            policy,
+            "val",
+            e.monitor_screens,
+            batch_size=e.batch_size,
+            max_new_tokens=e.max_new_tokens,
+        )
+        assert report.n == e.monitor_screens
+        return report.accuracy
 
     before, after = accuracy(sft.final_dir), accuracy(grpo.final_dir)
     print(f"held-out accuracy on 300 val screens: SFT {before:.3f} -> GRPO {after:.3f}")

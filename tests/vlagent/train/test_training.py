@@ -1,4 +1,5 @@
-"""Trainer: one GRPO step moves every parameter; CLI smoke run; resume equals an uninterrupted run."""
+"""Trainer glue: one update moves log-probs the advantage's way and every parameter; rewards
+belong to their own sample; CLI smoke run; resume equals an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -6,18 +7,20 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
-from vlagent.batching import encode_prompts
 from vlagent.config import load_config
 from vlagent.models.loading import load_policy
-from vlagent.rollout.hf import generate
+from vlagent.rollout.rows import build_rows
+from vlagent.rollout.runner import group_specs, run_episodes
 from vlagent.train.checkpoint import latest_checkpoint
 from vlagent.train.grpo import run_grpo
-from vlagent.train.grpo_update import UpdateBatch, policy_update
 from vlagent.train.outputs import read_metrics
 from vlagent.train.sft import run_sft
+from vlagent.train.update import UpdateBatch, policy_update, recompute_logprobs
+from vlagent.worlds import make_world
 
 SMALL = [
     "grpo.prompts_per_step=2",
@@ -29,32 +32,105 @@ SMALL = [
     "run.progress=false",
     "run.samples_every=0",
 ]
+ADV = [1.0, -1.0, 0.5, -0.5, -1.0, 1.0, 0.3, -0.3]  # per episode: 2 screens x 4 samples
+
+
+def _grounding_batch(policy, cfg, seed=0):
+    """A GRPO batch of the grounding world (2 screens x 4 episodes) and its rows with ADV."""
+    world = make_world(cfg, policy)
+    g = cfg.grpo
+    trajs = run_episodes(
+        policy,
+        world.adapter(),
+        lambda: world.make_env("train"),
+        group_specs(world.task_ids("train", 0, g.prompts_per_step), g.group_size),
+        world.limits(g.max_new_tokens),
+        seed=seed,
+    )
+    rows = build_rows(trajs, [[a] for a in ADV], policy.tokenizer.pad_token_id)
+    assert len(rows) == len(ADV) and rows.advantages.tolist() == pytest.approx(ADV)
+    return trajs, rows
+
+
+def test_one_update_raises_logprob_of_positive_advantage_rows(tiny_dir):
+    """The sign of the update: rows with A > 0 become more likely, rows with A < 0 less."""
+    policy = load_policy(tiny_dir)
+    cfg = load_config(None, SMALL)
+    _, rows = _grounding_batch(policy, cfg)
+    before = recompute_logprobs(policy, rows, cfg.grpo).sum(dim=1)  # [N] sequence log-probs
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-3, weight_decay=0.0)
+    policy_update(policy, UpdateBatch(rows, rows.old_logp, rows.mask), cfg.grpo, opt, None, 0)
+    delta = recompute_logprobs(policy, rows, cfg.grpo).sum(dim=1) - before
+    adv = torch.tensor(ADV)
+    assert (delta[adv > 0] > 0).all(), (delta.tolist(), ADV)
+    assert (delta[adv < 0] < 0).all(), (delta.tolist(), ADV)
 
 
 def test_one_grpo_step_changes_every_parameter(tiny_dir):
+    """No weight decay: a parameter moves only if the loss gradient reaches it."""
     policy = load_policy(tiny_dir)
     cfg = load_config(None, SMALL)
+    _, rows = _grounding_batch(policy, cfg)
     before = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
-    import numpy as np
-
-    imgs = [
-        np.random.default_rng(i).integers(0, 255, (224, 224, 3), dtype=np.uint8) for i in range(2)
-    ]
-    prompts = encode_prompts(
-        policy.processor, imgs, ["Click the red circle.", "Click the blue square."]
-    )
-    ro = generate(policy, prompts, group_size=4, max_new_tokens=12, generator_seed=0)
-    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, -1.0, 1.0, 0.3, -0.3])
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-3)
-    batch = UpdateBatch(ro, adv, ro.behaviour_logprobs, ro.mask, None)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-3, weight_decay=0.0)
+    batch = UpdateBatch(rows, rows.old_logp, rows.mask)
     stats = policy_update(policy, batch, cfg.grpo, opt, None, shuffle_seed=0)
-    assert torch.isfinite(torch.tensor(stats["loss"]))
-    unchanged = [
-        n
-        for n, p in policy.model.named_parameters()
-        if p.requires_grad and torch.equal(p, before[n])
-    ]
+    assert np.isfinite(stats["loss"]) and stats["optimizer_steps"] == 1
+    # full fine-tuning: every parameter (vision tower included) gets a gradient and moves
+    unchanged = [n for n, p in policy.model.named_parameters() if torch.equal(p, before[n])]
     assert not unchanged, f"parameters not updated by one GRPO step: {unchanged}"
+
+
+def test_rewards_belong_to_their_own_sample(sft_dir):
+    """In a GRPO batch each episode's reward is the env's score of ITS answer on ITS screen,
+    its tokens were sampled from ITS prompt, and its rows carry its group's advantage."""
+    from vlagent.rollout.tokens import content_key
+    from vlagent.train.credit import turn_advantages
+    from vlagent.train.grpo import collect
+    from vlagent.train.keys import KeyStream
+
+    policy = load_policy(sft_dir)
+    # 24 tokens: the short SFT writes a whole answer ({"point_2d": [x, y]}) in about 16
+    cfg = load_config(None, [*SMALL, "grpo.prompts_per_step=3", "grpo.max_new_tokens=24"])
+    world = make_world(cfg, policy)
+    # a cursor far from 0: task ids differ from group ids and batch positions
+    trajs, _ = collect(policy, world, cfg, step=3, keys=KeyStream(world, cursor=1000))
+    assert [t.task_id for t in trajs] == [1000] * 4 + [1001] * 4 + [1002] * 4
+    rewards = [t.reward for t in trajs]
+    assert len(set(rewards)) > 2, f"rewards barely vary, the test has no power: {rewards}"
+    tok = policy.tokenizer
+    for t in trajs:
+        assert len(t.segments) == 1 and len(t.turns) == 1 and t.error is None
+        seg, turn = t.segments[0], t.turns[0]
+        screen = world.sample(t.task_id)
+        assert np.array_equal(t.extras["image"], screen.image), t.task_id
+        assert seg.prompt.key == content_key([screen.image], screen.instruction)
+        # the policy's tokens of this episode, decoded afresh, scored by a fresh env
+        ids = [i for i, m in zip(seg.ids, seg.loss_mask, strict=True) if m > 0]
+        assert ids == seg.ids[turn.start : turn.end]
+        answer = world.codec.parse(tok.decode(ids, skip_special_tokens=True), seg.prompt.frame)
+        env = world.make_env("train")
+        obs, _ = env.reset(seed=t.seed, options={"task_id": t.task_id})
+        assert np.array_equal(obs["image"], screen.image)
+        _, reward, terminated, _, info = env.step(answer.to_action())
+        assert terminated and t.reward == pytest.approx(reward, abs=1e-9), t.task_id
+        assert t.success == bool(info["success"])
+    # the tokens were sampled from the episode's own prompt: teacher forcing on it reproduces
+    # the behaviour log-probs
+    g = cfg.grpo
+    adv = turn_advantages(trajs, g)
+    rows = build_rows(trajs, adv, tok.pad_token_id)
+    assert torch.allclose(recompute_logprobs(policy, rows, g), rows.old_logp, atol=1e-4)
+    # and each row's advantage is its own episode's reward against its own group
+    for r in range(len(rows)):
+        t = trajs[int(rows.traj_index[r])]
+        members = [u for u in trajs if u.group_id == t.group_id]
+        assert {u.task_id for u in members} == {t.task_id}  # a group = one screen
+        group = [u.reward for u in members]
+        centred = t.reward - sum(group) / len(group)
+        assert float(rows.advantages[r]) * centred >= 0
+        if abs(centred) > 1e-6:
+            assert float(rows.advantages[r]) != 0.0
 
 
 def _grpo_cfg(tmp_path, tiny_dir, out, steps, extra=()):
@@ -184,11 +260,12 @@ def test_cli_eval_screenspot_missing_image_names_file(tmp_path, tiny_dir):
     from pathlib import Path
 
     ann = (
-        Path(__file__).resolve().parents[1]
+        Path(__file__).resolve().parents[2]
         / "fixtures"
         / "screenspot_v2"
         / "screenspot_desktop_v2.json"
     )
+    assert ann.is_file(), ann
     proc = subprocess.run(
         [
             sys.executable,
