@@ -28,7 +28,7 @@ import numpy as np
 from vlagent.config import TrainConfig, load_config
 from vlagent.eval.evaluate import EvalReport, evaluate, report_of
 from vlagent.rollout.runner import EpisodeSpec, Limits, run_episodes
-from vlagent.rollout.trajectory import Trajectory
+from vlagent.worlds.apps import ScriptedDemonstrator
 
 log = logging.getLogger(__name__)
 SCRIPTED_TURN_TOKENS = 1024
@@ -229,28 +229,6 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     return rec
 
 
-class RandomDemonstrator:
-    """Plays ``gui.apps.evaluate.POLICIES["random"]`` (uniformly random GUI actions, seeded by
-    the episode's reset seed) on the tasks of ``split``; each action is rendered as text by the
-    world's codec, so the episode goes through the same adapter (parse → env action) as the
-    VLM's turns."""
-
-    def __init__(self, world: Any, split: str) -> None:
-        self.world, self.split = world, split
-        self._agents: dict[int, Any] = {}
-
-    def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
-        from gui.actions import parse_action
-        from gui.apps.evaluate import POLICIES
-
-        key = id(traj)
-        if key not in self._agents:
-            task = self.world.suite(self.split).get(traj.task_id)
-            self._agents[key] = POLICIES["random"](task, traj.seed)
-        mapping = self._agents[key].act(obs)
-        return self.world.codec.render(parse_action(mapping), traj.segment.prompt.frame)
-
-
 def scripted_report(
     world: Any, policy: Any, ids: list[Any], demonstrator: Any, episodes: int
 ) -> Any:
@@ -281,9 +259,11 @@ def baselines(cfg: TrainConfig, args: argparse.Namespace) -> dict[str, Any]:
     ids = _eval_ids(world, args)
     out = {
         "random": _summary(
-            scripted_report(world, policy, ids, RandomDemonstrator(world, "test"), 3)
+            scripted_report(
+                world, policy, ids, ScriptedDemonstrator(world, world.codec, "random"), 3
+            )
         ),
-        # The world's OracleDemonstrator (the SFT demonstrator) on the held-out tasks.
+        # The world's oracle ScriptedDemonstrator (the SFT demonstrator) on the held-out tasks.
         "oracle": _summary(scripted_report(world, policy, ids, world.demonstrator(), 1)),
     }
     world.close()

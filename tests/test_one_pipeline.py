@@ -63,7 +63,10 @@ def test_nothing_points_outside_the_repository():
     bad = []
     for name in files:
         path = REPO / name
-        if path.suffix not in (".md", ".py", ".yaml", ".toml", ".sh", ".txt", "") or not path.is_file():
+        if (
+            path.suffix not in (".md", ".py", ".yaml", ".toml", ".sh", ".txt", "")
+            or not path.is_file()
+        ):
             continue
         text = path.read_text(encoding="utf-8", errors="ignore")
         for needle in ("../shared", "shared/DESIGN", "shared/STYLE", "shared/LEARNABILITY"):

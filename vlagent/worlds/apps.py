@@ -111,21 +111,22 @@ class AppsAdapter:
             t.extras.pop("obs", None)  # full-size screenshot: not kept past the episode
 
 
-class OracleDemonstrator:
-    """The scripted oracle (``gui.apps.oracle``) plays; its actions are rendered as text."""
+class ScriptedDemonstrator:
+    """A scripted GUI policy (``gui.apps.evaluate.POLICIES``: ``oracle`` for SFT demonstrations,
+    ``random`` as a baseline) plays each episode; its actions are rendered as text by the codec,
+    so they go through the same adapter (parse → env action) as the policy's turns."""
 
-    def __init__(self, world: AppsWorld, codec: GuiActionCodec) -> None:
-        self.world, self.codec = world, codec
-        self._oracles: dict[int, Any] = {}
+    def __init__(self, world: AppsWorld, codec: GuiActionCodec, name: str = "oracle") -> None:
+        self.world, self.codec, self.name = world, codec, name
+        self._scripts: dict[int, Any] = {}
 
     def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
         from gui.apps.evaluate import POLICIES
 
         key = id(traj)
-        if key not in self._oracles:
-            task = self.world.task(traj.task_id)
-            self._oracles[key] = POLICIES["oracle"](task, traj.seed)
-        mapping = self._oracles[key].act(obs)
+        if key not in self._scripts:
+            self._scripts[key] = POLICIES[self.name](self.world.task(traj.task_id), traj.seed)
+        mapping = self._scripts[key].act(obs)
         return self.codec.render(parse_action(mapping), traj.segment.prompt.frame)
 
 
@@ -170,8 +171,8 @@ class AppsWorld(World):
     def adapter(self) -> AppsAdapter:
         return AppsAdapter(self.policy.processor, self.codec, self.cfg.apps)
 
-    def demonstrator(self) -> OracleDemonstrator:
-        return OracleDemonstrator(self, self.codec)
+    def demonstrator(self) -> ScriptedDemonstrator:
+        return ScriptedDemonstrator(self, self.codec, "oracle")
 
     def num_tasks(self, split: Split) -> int | None:
         return len(self.suite(split).ids)
