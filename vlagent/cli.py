@@ -112,6 +112,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         batch_size=cfg.eval.batch_size,
         max_new_tokens=cfg.eval.max_new_tokens,
         episodes_per_task=args.episodes,
+        keep_inputs=max(16, args.pictures),
     )
     ids = [t.task_id for t in report.trajectories]
     out = {

@@ -97,6 +97,7 @@ def evaluate(
     max_new_tokens: int = 24,
     episodes_per_task: int = 1,
     task_ids: Sequence[Any] | None = None,
+    keep_inputs: int = 16,
 ) -> EvalReport:
     """Greedy episodes on the first ``n`` tasks of ``split`` (or on ``task_ids``).
 
@@ -108,18 +109,33 @@ def evaluate(
         batch_size: episodes advanced together.
         max_new_tokens: token budget of each turn.
         episodes_per_task: episodes per task (reset seeds 0 .. k-1).
+        keep_inputs: the first this many episodes keep their prompts and screenshots (for
+            pictures); the others keep only their outcomes (turns, rewards, extras).
     """
     if task_ids is None:
         total = world.num_tasks(split)
         task_ids = world.task_ids(split, 0, n if total is None else min(n, total))
     specs = [EpisodeSpec(t, seed) for seed in range(episodes_per_task) for t in task_ids]
-    trajs = run_episodes(
-        policy,
-        world.adapter(),
-        lambda: world.make_env(split),
-        specs,
-        world.limits(max_new_tokens),
-        greedy=True,
-        chunk_size=batch_size,
-    )
+    adapter = world.adapter()
+    trajs: list[Trajectory] = []
+    for lo in range(0, len(specs), batch_size):
+        trajs += run_episodes(
+            policy,
+            adapter,
+            lambda: world.make_env(split),
+            specs[lo : lo + batch_size],
+            world.limits(max_new_tokens),
+            greedy=True,
+            chunk_size=batch_size,
+        )
+        for t in trajs[keep_inputs:]:
+            release_inputs(t)
     return report_of(world, trajs)
+
+
+def release_inputs(traj: Trajectory) -> None:
+    """Drop what only training and pictures need (token ids, pixel values, screenshots), so
+    an evaluation over many tasks holds the outcomes, not every prompt's tensors."""
+    traj.segments = []
+    for key in ("image", "images", "screens"):
+        traj.extras.pop(key, None)
