@@ -148,7 +148,7 @@ def test_gradient_checkpointing_same_loss_and_gradients(tiny_dir):
     for ckpt in (False, True):
         policy = load_policy(tiny_dir)
         if ckpt:
-            policy.model.gradient_checkpointing_enable()
+            policy.model.activation_checkpointing_enable()
         g = dataclasses.replace(cfg.grpo, gradient_checkpointing=ckpt)
         opt = torch.optim.SGD(policy.model.parameters(), lr=0.0)
         stats = policy_update(policy, UpdateBatch(rows, rows.old_logp, rows.mask), g, opt, None, 0)
