@@ -1,4 +1,4 @@
-"""Resume after SIGKILL mid-run reproduces the uninterrupted run (GRPO and LoRA)."""
+"""Resume after SIGKILL mid-run reproduces the uninterrupted run (GRPO, LoRA, the phone world)."""
 
 from __future__ import annotations
 
@@ -50,9 +50,17 @@ def _cli(args, kill=False):
     )
 
 
-@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_sigkill_then_resume_matches_uninterrupted(tmp_path, sft_dir, lora):
-    extra = ["model.lora.enabled=true", "model.lora.r=4", "grpo.lr=1e-2"] if lora else []
+EXTRA = {
+    "full": [],
+    "lora": ["model.lora.enabled=true", "model.lora.r=4", "grpo.lr=1e-2"],
+    # multi-step phone episodes; GiGPO step credit makes the updates non-zero from this start
+    "apps": ["world=apps", "grpo.gigpo_weight=0.5", "grpo.lr=1e-3"],
+}
+
+
+@pytest.mark.parametrize("variant", list(EXTRA))
+def test_sigkill_then_resume_matches_uninterrupted(tmp_path, sft_dir, variant):
+    extra = EXTRA[variant]
     common = ["train", f"model.path={sft_dir}", "model.build_tiny=false", *ARGS, *extra]
     straight = _cli([*common, f"run.out_dir={tmp_path / 'straight'}"])
     assert straight.returncode == 0, straight.stderr[-2000:]
@@ -67,6 +75,7 @@ def test_sigkill_then_resume_matches_uninterrupted(tmp_path, sft_dir, lora):
     a = read_metrics(tmp_path / "straight" / "metrics.jsonl")
     b = read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in b] == [1, 2, 3, 4, 5]  # step 3's orphan line was dropped on resume
+    assert any(r.get("grad_norm", 0.0) > 0 for r in a), "no update moved the policy: vacuous"
     for ra, rb in zip(a, b, strict=True):
         for key in ("loss", "reward/mean", "grad_norm", "entropy"):
             assert ra[key] == pytest.approx(rb[key], abs=TOLERANCE), (ra["step"], key)
