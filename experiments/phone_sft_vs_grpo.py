@@ -204,7 +204,7 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     last = grpo_rows[-1] if grpo_rows else {}
     rec = {
         "seed": seed,
-        "demo_episodes": sft.steps * sft_cfg.sft.batch_size,  # oracle episodes played
+        "demo_episodes": sft.steps * sft_cfg.sft.batch_size,  # oracle episodes trained on
         "sft_steps": sft.steps,
         "sft_final_loss": sft_rows[-1]["loss"] if sft_rows else None,
         "after_sft": {**_summary(after_sft), **_by_kind(after_sft)},

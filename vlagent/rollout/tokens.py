@@ -255,7 +255,7 @@ class PromptCache:
     """Encodes prompts once: equal content gives the same :class:`Prompt` object (so the
     sampler and the training forward prefill it once per group). Keeps the last ``size``."""
 
-    def __init__(self, processor: Any, size: int = 128) -> None:
+    def __init__(self, processor: Any, size: int = 64) -> None:
         from collections import OrderedDict
 
         self.processor = processor
