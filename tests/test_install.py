@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_pip_install_then_packaged_recipe_from_another_directory(tmp_path):
+    # Build from a copy of the checkout's files, so no build/ folder is left in the repository
+    # (and no stale one there can leak removed modules into the wheel).
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    src = tmp_path / "src"
+    for name in files:
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
     target = tmp_path / "site"
     subprocess.run(
         [
@@ -27,7 +42,7 @@ def test_pip_install_then_packaged_recipe_from_another_directory(tmp_path):
             "-q",
             "--target",
             str(target),
-            str(REPO),
+            str(src),
         ],
         check=True,
         capture_output=True,
