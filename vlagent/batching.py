@@ -52,14 +52,16 @@ def image_frame(processor: Any, width: int, height: int) -> Frame:
     )
 
 
-def user_message(instruction: str, system: str | None = None) -> list[dict[str, Any]]:
-    """Chat messages for one screenshot followed by one instruction."""
+def user_message(
+    instruction: str, system: str | None = None, n_images: int = 1
+) -> list[dict[str, Any]]:
+    """Chat messages for ``n_images`` screenshots (oldest first) followed by one instruction."""
     msgs: list[dict[str, Any]] = []
     if system:
         msgs.append({"role": "system", "content": [{"type": "text", "text": system}]})
-    msgs.append(
-        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": instruction}]}
-    )
+    content: list[dict[str, Any]] = [{"type": "image"} for _ in range(n_images)]
+    content.append({"type": "text", "text": instruction})
+    msgs.append({"role": "user", "content": content})
     return msgs
 
 
@@ -120,31 +122,6 @@ def repeat_prompts(batch: PromptBatch, group_size: int) -> PromptBatch:
         A batch of B·G prompts; ``pixel_values`` rows are repeated per image.
     """
     return select_prompts(batch, torch.arange(len(batch)).repeat_interleave(group_size))
-
-
-def concat_prompts(batches: Sequence[PromptBatch], pad_id: int) -> PromptBatch:
-    """Stack prompt batches of different lengths, left-padding each to the longest.
-
-    Left padding keeps every prompt ending at the same column; the padded positions get
-    attention 0 and token type 0, so M-RoPE positions (computed from the mask) are unchanged.
-    """
-    if len(batches) == 1:
-        return batches[0]
-    width = max(b.inputs["input_ids"].shape[1] for b in batches)
-    out: dict[str, list[torch.Tensor]] = {
-        k: [] for k in (*_ROW_KEYS, "pixel_values", "image_grid_thw")
-    }
-    for b in batches:
-        pad = width - b.inputs["input_ids"].shape[1]
-        for k in _ROW_KEYS:
-            if k not in b.inputs:
-                continue
-            fill = pad_id if k == "input_ids" else 0
-            out[k].append(torch.nn.functional.pad(b.inputs[k], (pad, 0), value=fill))
-        out["pixel_values"].append(b.inputs["pixel_values"])
-        out["image_grid_thw"].append(b.inputs["image_grid_thw"])
-    merged = {k: torch.cat(v, dim=0) for k, v in out.items() if v}
-    return PromptBatch(merged, [f for b in batches for f in b.frames])
 
 
 def completion_mask(

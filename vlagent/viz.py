@@ -1,14 +1,10 @@
-"""Pictures a person looks at: annotated sample rollouts and accuracy plots."""
+"""Pictures a person looks at: PNG writing and accuracy plots (episode pictures: each world)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-
-from perception_tools.annotate import draw_prediction, tile_images
 
 
 def save_png(image: np.ndarray, path: str | Path) -> Path:
@@ -21,30 +17,6 @@ def save_png(image: np.ndarray, path: str | Path) -> Path:
     with atomic_path(path, suffix=".png") as tmp:
         Image.fromarray(image).save(tmp, format="PNG")
     return path
-
-
-def annotate_records(task: Any, records: Sequence[Any], cols: int = 4) -> np.ndarray:
-    """A grid of screenshots with target (green) and predicted point/box drawn.
-
-    Args:
-        task: a ``GroundingTask`` (to fetch each record's screenshot and target).
-        records: objects with ``key``, ``point_norm``, ``box_norm``, ``hit``, ``text``.
-    """
-    tiles = []
-    for r in records:
-        sample = task.sample(r.key)
-        caption = f"{sample.instruction} -> {r.text.strip()[:40]}"
-        tiles.append(
-            draw_prediction(
-                sample.image,
-                sample.target_box_norm,
-                point_norm=r.point_norm,
-                box_norm=r.box_norm,
-                caption=caption,
-                hit=r.hit,
-            )
-        )
-    return tile_images(tiles, cols=cols)
 
 
 def plot_accuracy(

@@ -53,7 +53,8 @@ class RowBatch:
         valid: [N, T] 1 on real continuation tokens (attention), mask: [N, T] loss mask.
         old_logp: [N, T] behaviour log-probs (0 off the mask).
         advantages: [N] or [N, T].
-        group_ids: [N] GRPO group of each row's trajectory; traj_index: [N] its trajectory.
+        group_ids: [N] GRPO group of each row's trajectory; traj_index: [N] its trajectory;
+            segment_index: [N] the segment of that trajectory the row holds.
         truncated: [N] the row's last turn hit its token budget without eos.
         images: per row, the continuation's images (pixel_values, grid_thw).
     """
@@ -68,6 +69,7 @@ class RowBatch:
     advantages: torch.Tensor
     group_ids: torch.Tensor
     traj_index: torch.Tensor
+    segment_index: torch.Tensor
     truncated: torch.Tensor
     images: list[list[tuple[torch.Tensor, list[int]]]]
 
@@ -93,6 +95,7 @@ class RowBatch:
             advantages=self.advantages[idx],
             group_ids=self.group_ids[idx],
             traj_index=self.traj_index[idx],
+            segment_index=self.segment_index[idx],
             truncated=self.truncated[idx],
             images=[self.images[i] for i in idx.tolist()],
         )
@@ -111,59 +114,81 @@ def build_rows(
     Args:
         trajectories: finished episodes.
         turn_advantages: per trajectory, one advantage per turn (broadcast to the turn's
-            tokens); None gives advantage 0 (SFT).
+            tokens); None gives advantage 0 (SFT, or before credit: see ``with_advantages``).
         pad_id: padding id of the continuations.
     """
     prompts: list[Prompt] = []
     where: dict[int, int] = {}
-    rows = []  # (traj index, segment, per-token advantage list)
+    rows = []  # (traj index, segment index, segment)
     for ti, traj in enumerate(trajectories):
         if traj.error is not None:
             continue
         for si, seg in enumerate(traj.segments):
             if not any(seg.loss_mask):
                 continue
-            adv = [0.0] * len(seg)
-            if turn_advantages is not None:
-                for turn, a in zip(traj.turns, turn_advantages[ti], strict=True):
-                    if turn.segment == si:
-                        adv[turn.start : turn.end] = [float(a)] * (turn.end - turn.start)
             if id(seg.prompt) not in where:
                 where[id(seg.prompt)] = len(prompts)
                 prompts.append(seg.prompt)
-            last = [t for t in traj.turns if t.segment == si]
-            rows.append((ti, seg, adv, bool(last and last[-1].truncated)))
+            rows.append((ti, si, seg))
     n = len(rows)
-    width = max((len(r[1]) for r in rows), default=1)
+    width = max((len(r[2]) for r in rows), default=1)
     ids = torch.full((n, width), pad_id, dtype=torch.long)
     mm = torch.zeros(n, width, dtype=torch.long)
     valid = torch.zeros(n, width)
     mask = torch.zeros(n, width)
     old = torch.zeros(n, width)
-    adv_t = torch.zeros(n, width)
-    for i, (_, seg, adv, _) in enumerate(rows):
+    truncated = []
+    for i, (ti, si, seg) in enumerate(rows):
         c = len(seg)
         ids[i, :c] = torch.tensor(seg.ids, dtype=torch.long)
         mm[i, :c] = torch.tensor(seg.mm, dtype=torch.long)
         valid[i, :c] = 1.0
         mask[i, :c] = torch.tensor(seg.loss_mask)
         old[i, :c] = torch.tensor(seg.logprobs) * mask[i, :c]
-        adv_t[i, :c] = torch.tensor(adv)
-    # Collapse to one advantage per row when each row's policy tokens agree (GSPO needs it).
-    pos = (mask > 0).float().argmax(dim=1)  # [N] first policy token of each row
-    first = adv_t.gather(1, pos[:, None]).squeeze(1) * (mask.sum(1) > 0)
-    uniform = bool(((adv_t - first[:, None]).abs() * mask).max() < 1e-12) if n else True
-    return RowBatch(
+        last = [t for t in trajectories[ti].turns if t.segment == si]
+        truncated.append(bool(last and last[-1].truncated))
+    batch = RowBatch(
         prompts=prompts,
-        row_prompt=torch.tensor([where[id(r[1].prompt)] for r in rows], dtype=torch.long),
+        row_prompt=torch.tensor([where[id(r[2].prompt)] for r in rows], dtype=torch.long),
         ids=ids,
         mm=mm,
         valid=valid,
         mask=mask,
         old_logp=old,
-        advantages=first if uniform else adv_t,
+        advantages=torch.zeros(n),
         group_ids=torch.tensor([trajectories[r[0]].group_id for r in rows], dtype=torch.long),
         traj_index=torch.tensor([r[0] for r in rows], dtype=torch.long),
-        truncated=torch.tensor([r[3] for r in rows], dtype=torch.bool),
-        images=[list(r[1].images) for r in rows],
+        segment_index=torch.tensor([r[1] for r in rows], dtype=torch.long),
+        truncated=torch.tensor(truncated, dtype=torch.bool),
+        images=[list(r[2].images) for r in rows],
     )
+    if turn_advantages is None:
+        return batch
+    return with_advantages(batch, trajectories, turn_advantages)
+
+
+def with_advantages(
+    rows: RowBatch,
+    trajectories: Sequence[Trajectory],
+    turn_advantages: Sequence[Sequence[float]],
+) -> RowBatch:
+    """``rows`` with each turn's advantage broadcast to the turn's tokens.
+
+    Returns:
+        A copy whose ``advantages`` are [N] when each row's policy tokens agree (the usual
+        case; GSPO needs it), else [N, T].
+    """
+    n, width = rows.ids.shape
+    adv_t = torch.zeros(n, width)
+    for i, (ti, si) in enumerate(
+        zip(rows.traj_index.tolist(), rows.segment_index.tolist(), strict=True)
+    ):
+        traj = trajectories[ti]
+        for turn, a in zip(traj.turns, turn_advantages[ti], strict=True):
+            if turn.segment == si:
+                adv_t[i, turn.start : turn.end] = float(a)
+    mask = rows.mask
+    pos = (mask > 0).float().argmax(dim=1)  # [N] first policy token of each row
+    first = adv_t.gather(1, pos[:, None]).squeeze(1) * (mask.sum(1) > 0)
+    uniform = bool(((adv_t - first[:, None]).abs() * mask).max() < 1e-12) if n else True
+    return dataclasses.replace(rows, advantages=first if uniform else adv_t)

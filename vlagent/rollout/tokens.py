@@ -85,20 +85,6 @@ class EncodedImage:
     frame: Frame
 
 
-@dataclasses.dataclass
-class FirstTurn:
-    """The tokenized first user turn (system, observation_0, instruction, generation prompt).
-
-    Attributes:
-        input_ids: [P] ids. mm_token_type_ids: [P] 1 on image placeholders.
-        image: observation_0 as encoded by the processor.
-    """
-
-    input_ids: list[int]
-    mm_token_type_ids: list[int]
-    image: EncodedImage
-
-
 def set_pixel_budget(processor: Any, max_pixels: int) -> None:
     """Set the image processor's ``max_pixels`` (in place); 0 leaves it unchanged."""
     if max_pixels <= 0:
@@ -139,31 +125,6 @@ def encode_image(processor: Any, image: np.ndarray) -> EncodedImage:
         n_tokens=_grid_tokens(grid, merge),
         frame=image_frame(processor, pil.width, pil.height),
     )
-
-
-def encode_first_turn(
-    processor: Any, image: np.ndarray, instruction: str, system: str | None
-) -> FirstTurn:
-    """Tokenize the first user turn through the checkpoint's chat template and processor."""
-    from PIL import Image
-
-    text = processor.apply_chat_template(
-        user_message(instruction, system), add_generation_prompt=True, tokenize=False
-    )
-    pil = Image.fromarray(np.asarray(image, dtype=np.uint8))
-    enc = processor(text=[text], images=[pil], return_tensors="pt")
-    ids = [int(v) for v in enc["input_ids"][0].tolist()]
-    image_pad = int(processor.tokenizer.convert_tokens_to_ids("<|image_pad|>"))
-    mm = [1 if i == image_pad else 0 for i in ids]
-    grid = [int(v) for v in enc["image_grid_thw"][0].tolist()]
-    merge = int(processor.image_processor.merge_size)
-    encoded = EncodedImage(
-        pixel_values=enc["pixel_values"],
-        grid_thw=grid,
-        n_tokens=_grid_tokens(grid, merge),
-        frame=image_frame(processor, pil.width, pil.height),
-    )
-    return FirstTurn(input_ids=ids, mm_token_type_ids=mm, image=encoded)
 
 
 def text_ids(tokenizer: Any, text: str) -> list[int]:
@@ -216,12 +177,7 @@ def encode_prompt(
     """
     from PIL import Image
 
-    content: list[dict[str, Any]] = [{"type": "image"} for _ in images]
-    content.append({"type": "text", "text": text})
-    msgs: list[dict[str, Any]] = []
-    if system:
-        msgs.append({"role": "system", "content": [{"type": "text", "text": system}]})
-    msgs.append({"role": "user", "content": content})
+    msgs = user_message(text, system, n_images=len(images))
     rendered = processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
     pil = [Image.fromarray(np.asarray(im, dtype=np.uint8)) for im in images]
     enc = processor(text=[rendered], images=pil, return_tensors="pt")

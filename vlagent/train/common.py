@@ -145,18 +145,23 @@ class Run:
     metrics: MetricsLogger
     bar: Any
 
+    def _evaluate_val(self, n: int) -> Any:
+        """Greedy episodes on the first ``n`` val tasks, with the ``eval`` section's budgets."""
+        e = self.cfg.eval
+        return evaluate(
+            self.world,
+            self.policy,
+            "val",
+            n,
+            batch_size=e.batch_size,
+            max_new_tokens=e.max_new_tokens,
+        )
+
     def validate(self, step: int) -> dict[str, float]:
         """Greedy episodes on ``eval.monitor_screens`` val tasks, as ``val/<name>`` scalars;
         pictures are saved when ``run.samples_every`` is on."""
         e = self.cfg.eval
-        report = evaluate(
-            self.world,
-            self.policy,
-            "val",
-            e.monitor_screens,
-            batch_size=e.batch_size,
-            max_new_tokens=e.max_new_tokens,
-        )
+        report = self._evaluate_val(e.monitor_screens)
         if self.cfg.run.samples_every and step % self.cfg.run.samples_every == 0:
             self.world.save_pictures(
                 report.trajectories[: e.rollout_pictures],
@@ -173,14 +178,7 @@ class Run:
         )
         final = export_final(self.policy, self.run_dir)
         if self.cfg.eval.monitor_screens and self.cfg.eval.rollout_pictures:
-            report = evaluate(
-                self.world,
-                self.policy,
-                "val",
-                self.cfg.eval.rollout_pictures,
-                batch_size=self.cfg.eval.batch_size,
-                max_new_tokens=self.cfg.eval.max_new_tokens,
-            )
+            report = self._evaluate_val(self.cfg.eval.rollout_pictures)
             self.world.save_pictures(
                 report.trajectories, self.run_dir / "samples", f"{self.phase}_final"
             )

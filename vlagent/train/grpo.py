@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +28,7 @@ from vlagent.algos.filters import DynamicSampler, overlong_mask
 from vlagent.algos.kl import kl_in_reward
 from vlagent.algos.schedule import lr_lambda
 from vlagent.config import TrainConfig
-from vlagent.rollout.rows import RowBatch, build_rows
+from vlagent.rollout.rows import build_rows, with_advantages
 from vlagent.rollout.runner import group_specs, run_episodes
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.train.checkpoint import save_checkpoint
@@ -134,7 +135,7 @@ def train_step(
     """Credit, (reference / old log-probs) and the update on one batch of episodes."""
     pad = policy.tokenizer.pad_token_id
     rewards = episode_rewards(trajs)  # [E]
-    rows = build_rows(trajs, None, pad)  # advantages filled below
+    rows = build_rows(trajs, None, pad)  # advantages attached after credit
     out: dict[str, float] = {}
     if len(rows) == 0:
         return out
@@ -150,8 +151,7 @@ def train_step(
             rewards = rewards + torch.zeros(len(trajs)).index_add(0, rows.traj_index, per_row)
             out["kl_in_reward"] = float(-per_row.mean())
     with timer("advantage"):
-        adv = turn_advantages(trajs, g, rewards)
-        rows = _with_advantages(rows, build_rows(trajs, adv, pad))
+        rows = with_advantages(rows, trajs, turn_advantages(trajs, g, rewards))
     old_logp = rows.old_logp
     if g.recompute_old_logprobs:
         with timer("old_logprob"):
@@ -166,20 +166,15 @@ def train_step(
     return out
 
 
-def _with_advantages(rows: RowBatch, scored: RowBatch) -> RowBatch:
-    return dataclasses.replace(rows, advantages=scored.advantages)
-
-
 def batch_metrics(world: World, trajs: Sequence[Trajectory]) -> dict[str, float]:
     """Means over the batch's episodes: reward, success, turns, tokens, each reward term."""
     n = max(len(trajs), 1)
-    finite = [t.reward for t in trajs if t.reward == t.reward]
+    finite = [t.reward for t in trajs if not math.isnan(t.reward)]
     out = {
         "episodes": float(len(trajs)),
         "reward/mean": sum(finite) / max(len(finite), 1),
         "reward/std": float(torch.tensor(finite).std()) if len(finite) > 1 else 0.0,
         "success_rate": sum(t.success for t in trajs) / n,
-        "hit_rate": sum(t.success for t in trajs) / n,
         "turns": sum(len(t.turns) for t in trajs) / n,
         "response_tokens": sum(t.n_generated for t in trajs) / n,
         "truncated_frac": sum(t.truncated_turn for t in trajs) / n,
