@@ -18,6 +18,7 @@ Click(type='click', point=(0.5, 0.25))
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from collections.abc import Mapping
@@ -26,6 +27,8 @@ from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+
+log = logging.getLogger(__name__)
 
 
 def _real(value: Any) -> float:
@@ -247,6 +250,7 @@ def parse_action(obj: Any) -> BaseAction | InvalidAction:
     try:
         return _parse(obj)
     except Exception as err:  # a hostile mapping must not break a rollout
+        log.debug("GUI action parser caught an exception", exc_info=True)
         return InvalidAction(f"action could not be read: {type(err).__name__}")
 
 
@@ -354,4 +358,5 @@ def from_androidworld(obj: Any, screen_size: tuple[int, int]) -> BaseAction | In
             return Wait()
         return InvalidAction(f"unknown AndroidWorld action_type {_short(kind)}")
     except Exception as err:  # a hostile mapping must not break a rollout
+        log.debug("AndroidWorld action parser caught an exception", exc_info=True)
         return InvalidAction(f"AndroidWorld action could not be read: {type(err).__name__}")

@@ -178,20 +178,80 @@ VISION_PLACEHOLDERS = (
 )
 
 
-def forbidden_token_ids(tokenizer: Any) -> list[int]:
-    """Vision placeholder ids: a completion that contained one would be read as an image slot
-    by the next forward pass (features/tokens mismatch), so the policy may never emit them."""
+class ForbiddenIds(list[int]):
+    """Sorted token ids the policy may never emit: a few ``head`` ids, then ``[tail, end)``.
+
+    A plain ``list`` of every id for callers (sets, tensor indexing, ``suppress_tokens``);
+    :func:`mask_logits` masks the block ``[tail, V)`` with one slice instead of an index list.
+
+    Attributes:
+        head: the ids below ``tail`` (vision placeholders).
+        tail: first id past the tokenizer's vocabulary (``None``: no block).
+    """
+
+    def __init__(self, head: Sequence[int], tail: int | None = None, end: int = 0) -> None:
+        self.head = sorted(head)
+        self.tail = tail
+        super().__init__(self.head if tail is None else [*self.head, *range(tail, end)])
+
+
+def output_vocab_size(model: Any) -> int | None:
+    """Rows of the model's output layer (the size V of its logits), ``None`` if unknown."""
+    get = getattr(model, "get_output_embeddings", None)
+    head = get() if callable(get) else None
+    weight = getattr(head, "weight", None)
+    if weight is not None and weight.dim() == 2:
+        return int(weight.shape[0])
+    config = getattr(model, "config", None)
+    size = getattr(getattr(config, "text_config", config), "vocab_size", None)
+    return int(size) if size else None
+
+
+def forbidden_token_ids(tokenizer: Any, vocab_size: int | None = None) -> ForbiddenIds:
+    """Ids the policy may never emit.
+
+    - Vision placeholders: a completion that contained one would be read as an image slot by
+      the next forward pass (features/tokens mismatch).
+    - Every id from ``len(tokenizer)`` up to ``vocab_size`` (the model's output rows, see
+      :func:`output_vocab_size`): checkpoints pad their embedding past the tokenizer (Qwen3-VL:
+      151,936 rows for 151,669 tokens), and those ids decode to nothing. Masked, their logits
+      are -inf in the sampler and in every training forward, so their rows get no gradient.
+
+    Args:
+        tokenizer: the policy's tokenizer.
+        vocab_size: the model's output size V; ``None`` masks the placeholders only.
+    """
     unk = tokenizer.unk_token_id
     ids = {tokenizer.convert_tokens_to_ids(t) for t in VISION_PLACEHOLDERS}
-    return sorted(i for i in ids if i is not None and i != unk and i >= 0)
+    n_tok = len(tokenizer)
+    head = sorted(i for i in ids if i is not None and i != unk and 0 <= i < n_tok)
+    if vocab_size is None or vocab_size <= n_tok:
+        return ForbiddenIds(head)
+    return ForbiddenIds(head, tail=n_tok, end=vocab_size)
+
+
+def policy_forbidden_ids(policy: Any) -> ForbiddenIds:
+    """:func:`forbidden_token_ids` of a loaded policy (its tokenizer and output size)."""
+    return forbidden_token_ids(policy.tokenizer, output_vocab_size(policy.model))
 
 
 def mask_logits(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
-    """Set forbidden vocabulary entries to -inf (the policy's distribution excludes them)."""
+    """Set forbidden vocabulary entries of ``logits`` [..., V] to -inf (a masked copy).
+
+    A :class:`ForbiddenIds` block ``[tail, V)`` is masked with one slice; other ids by index.
+    Gradients through masked entries are zero.
+    """
     if not forbidden:
         return logits
     logits = logits.clone()
-    logits[..., list(forbidden)] = float("-inf")
+    tail = getattr(forbidden, "tail", None)
+    if tail is None:
+        logits[..., list(forbidden)] = float("-inf")
+        return logits
+    logits[..., tail:] = float("-inf")
+    head = getattr(forbidden, "head", ())
+    if head:
+        logits[..., list(head)] = float("-inf")
     return logits
 
 

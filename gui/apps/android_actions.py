@@ -3,7 +3,9 @@
 A plan is a list of steps: an android-env action dict (TOUCH / LIFT / REPEAT with a position
 in [0, 1]) sent with ``AndroidEnv.step``, or an ``AdbRequest`` sent with
 ``AndroidEnv.execute_adb_call`` (text, keys, app launches). Plans that end with adb get a
-trailing REPEAT step so the env observes the screen after it.
+trailing REPEAT step so the env observes the screen after it. Text that cannot be typed safely
+through the device shell (control characters, NUL, too long: :mod:`sim.android.adb_text`) is an
+invalid action: no request is built for it.
 
 >>> from gui.actions import Click
 >>> [type(s).__name__ for s in plan_action(Click(point=(0.5, 0.5)), PlanConfig())]
@@ -35,6 +37,7 @@ from gui.actions import (
     Wait,
 )
 from sim.android import touch
+from sim.android.adb_text import typing_problem
 
 Step = dict[str, Any] | adb_pb2.AdbRequest
 _SCROLL_SPAN = 0.4  # finger travel of a scroll, as a fraction of the screen
@@ -95,9 +98,12 @@ def plan_action(action: BaseAction, config: PlanConfig) -> list[Step] | InvalidA
     steps: list[Step] = []
     match action:
         case Type(text=text, point=p):
+            problem = typing_problem(text)
+            if problem is not None:  # never reaches the device shell
+                return InvalidAction(f"type: {problem}")
             if p is not None:
                 steps += touch.tap(p)
-            steps.append(touch.input_text(text))
+            steps += touch.type_requests(text)
         case Key(key=key):
             name = key.strip().lower()
             if name in touch.BUTTONS:

@@ -17,6 +17,7 @@ phone's accessibility text, ``""`` on other simulators).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from sim.android.simulator import (
 )
 
 _OK = adb_pb2.AdbResponse.Status.OK
+_LOG = logging.getLogger(__name__)
 
 
 class AndroidEnvGuiEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
@@ -169,6 +171,7 @@ class AndroidEnvGuiEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
                 try:
                     task_reward, end, invalid, noop = self._run(steps)
                 except Exception as err:  # the device or android-env crashed: end, keep the rollout
+                    _LOG.debug("android-env failed on %s", parsed.type, exc_info=True)
                     error = f"{type(err).__name__}: {err}"
         self._task_return += task_reward
         status = self._status(ending, end, error)

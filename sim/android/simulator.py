@@ -22,7 +22,7 @@ from android_env.components.simulators import base_simulator
 from android_env.components.simulators.fake import fake_simulator
 from android_env.proto import state_pb2
 
-from sim.android.touch import unescape_text
+from sim.android.adb_text import unescape_text
 from sim.phone import Outcome, Phone, PhoneConfig, PhoneStateError
 from sim.phone.state import SCREENS
 
@@ -92,7 +92,12 @@ class SyntheticAdbController(adb_controller.AdbController):
         sim, phone = self._sim, self._sim.phone
         args = [a for a in args if a]
         if args[:3] == ["shell", "input", "text"] and len(args) == 4:
-            sim.record(phone.type_text(unescape_text(args[3])))
+            try:  # a real device shell would run what an unescaped character means
+                text = unescape_text(args[3])
+            except ValueError as err:
+                sim.record(Outcome(False, f"input text {args[3][:40]!r}: {err}", True))
+                return b""
+            sim.record(phone.type_text(text))
         elif args[:3] == ["shell", "input", "keyevent"] and len(args) == 4:
             key = _KEYS.get(args[3])
             sim.record(

@@ -16,9 +16,28 @@ import numpy as np
 from android_env.components.action_type import ActionType
 from android_env.proto import adb_pb2
 
+from sim.android.adb_text import escape_text, text_chunks, typing_problem, unescape_text
+
+__all__ = [
+    "BUTTONS",
+    "KEYCODES",
+    "escape_text",
+    "input_text",
+    "keyevent",
+    "lift",
+    "long_press",
+    "press_button",
+    "repeat",
+    "start_activity",
+    "swipe",
+    "tap",
+    "touch",
+    "type_requests",
+    "unescape_text",
+]
+
 PointNorm = tuple[float, float]
 AndroidAction = dict[str, np.ndarray]
-_ADB_TEXT_SPECIALS = set("\\'\"()&<>;|*$`~!#?[]{}")
 BUTTONS: dict[str, int] = {
     "home": adb_pb2.AdbRequest.PressButton.Button.HOME,
     "back": adb_pb2.AdbRequest.PressButton.Button.BACK,
@@ -81,32 +100,26 @@ def swipe(start: PointNorm, end: PointNorm, moves: int = 5) -> list[AndroidActio
     return steps + [lift(tuple(b))]
 
 
-def escape_text(text: str) -> str:
-    """``text`` as ``adb shell input text`` wants it: ``%s`` for spaces, shell chars escaped."""
-    return "".join(
-        "%s" if ch == " " else ("\\" + ch if ch in _ADB_TEXT_SPECIALS else ch) for ch in text
-    )
-
-
-def unescape_text(text: str) -> str:
-    """Inverse of :func:`escape_text` (what the device receives)."""
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            out.append(text[i + 1])
-            i += 2
-        elif text.startswith("%s", i):
-            out.append(" ")
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
 def input_text(text: str) -> adb_pb2.AdbRequest:
-    """Type ``text`` into the focused field."""
+    """Type ``text`` into the focused field (one request: ``text`` holds no literal ``%s``).
+
+    Raises:
+        ValueError: ``text`` cannot be typed safely (:func:`sim.android.adb_text.escape_text`).
+    """
     return adb_pb2.AdbRequest(input_text=adb_pb2.AdbRequest.InputText(text=escape_text(text)))
+
+
+def type_requests(text: str) -> list[adb_pb2.AdbRequest]:
+    """The ``input text`` requests that type ``text`` exactly (one per ``%s`` split).
+
+    Raises:
+        ValueError: ``text`` cannot be typed safely; check
+            :func:`sim.android.adb_text.typing_problem` first.
+    """
+    problem = typing_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return [input_text(chunk) for chunk in text_chunks(text)]
 
 
 def press_button(name: str) -> adb_pb2.AdbRequest:

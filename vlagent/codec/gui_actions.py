@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -62,9 +62,8 @@ ActionStyle = Literal["json", "androidworld"]
 ACTION_STYLES: tuple[ActionStyle, ...] = ("json", "androidworld")
 BoxNorm = tuple[float, float, float, float]
 
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_THINK_RE = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
-_FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
+_LOG = logging.getLogger(__name__)
+_FENCE = "```"
 _MAX_TEXT = 20_000
 _POINT_FIELDS = ("point", "start", "end")
 _AW_KEYS = {"back": "navigate_back", "home": "navigate_home", "enter": "keyboard_enter"}
@@ -74,17 +73,46 @@ def _short(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def _last_block(text: str, open_tag: str, close_tag: str) -> str | None:
+    """Body of the last ``open_tag…close_tag`` block (each closes at the first ``close_tag``
+    after it, as a non-greedy regex would); one ``str.find`` pass, linear in ``text``."""
+    last, pos = None, 0
+    while True:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            return last
+        end = text.find(close_tag, start + len(open_tag))
+        if end < 0:
+            return last
+        last = text[start + len(open_tag) : end]
+        pos = end + len(close_tag)
+
+
 def _json_body(text: str) -> str | InvalidAction:
-    """The JSON part of model text: inside ``<answer>``, a fence, or the text itself."""
-    body = _THINK_RE.sub("", text, count=1)
-    answers = _ANSWER_RE.findall(body)
-    if answers:
-        body = answers[-1]
+    """The JSON part of model text: inside ``<answer>``, a fence, or the text itself.
+
+    Linear in ``text`` (string searches, no backtracking regex): a leading ``<think>…</think>``
+    is dropped, then the last ``<answer>`` block is kept, then the first ```json fence's body.
+    """
+    body = text
+    head = text.lstrip()
+    if head.startswith("<think>"):
+        end = head.find("</think>")
+        if end >= 0:
+            body = head[end + len("</think>") :]
+    answer = _last_block(body, "<answer>", "</answer>")
+    if answer is not None:
+        body = answer
     elif "<answer>" in body:
         return InvalidAction("unclosed <answer> block")
-    fence = _FENCE_RE.search(body)
-    if fence:
-        body = fence.group(1)
+    start = body.find(_FENCE)
+    if start >= 0:
+        inner = start + len(_FENCE)
+        if body.startswith("json", inner):
+            inner += len("json")
+        end = body.find(_FENCE, inner)
+        if end >= 0:
+            body = body[inner:end]
     body = body.strip()
     if not body:
         return InvalidAction("no action JSON in the text")
@@ -143,9 +171,12 @@ class GuiActionCodec:
             return f"{what} must be a list of 2 numbers, got {_short(repr(value))}"
         nums = []
         for v in value:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
                 return f"{what} must hold finite numbers, got {_short(repr(value))}"
-            nums.append(float(v))
+            f = float(v) if isinstance(v, float) or abs(v) < 2**1000 else math.inf
+            if not math.isfinite(f):
+                return f"{what} must hold finite numbers, got {_short(repr(value))}"
+            nums.append(f)
         for axis, v in enumerate(nums):
             hi = self._upper(frame, axis)
             if not 0 <= v <= hi:
@@ -229,6 +260,9 @@ class GuiActionCodec:
         try:
             return self._parse(text, frame, elements)
         except Exception as err:  # parsing must never raise into a rollout
+            _LOG.debug(
+                "GuiActionCodec.parse caught an exception on %r", str(text)[:80], exc_info=True
+            )
             return InvalidAction(f"action text could not be read ({type(err).__name__})")
 
     def _parse(
@@ -243,8 +277,10 @@ class GuiActionCodec:
             return body
         try:
             obj = json.loads(body)
-        except (json.JSONDecodeError, RecursionError) as err:
-            return InvalidAction(f"action is not valid JSON ({getattr(err, 'msg', err)})")
+        except (ValueError, RecursionError) as err:  # ValueError: also ints over 4,300 digits
+            return InvalidAction(
+                f"action is not valid JSON ({_short(str(getattr(err, 'msg', err)))})"
+            )
         if isinstance(obj, list) and len(obj) == 1:
             obj = obj[0]
         if not isinstance(obj, dict):
@@ -268,6 +304,9 @@ class GuiActionCodec:
         self, obj: dict[str, Any], frame: Frame, elements: Sequence[BoxNorm] | None
     ) -> BaseAction | InvalidAction:
         kind = obj.get("action_type")
+        for key in ("action_type", "direction"):  # from_androidworld looks these up in dicts
+            if key in obj and not isinstance(obj[key], str):
+                return InvalidAction(f"{key} must be a string, got {_short(repr(obj[key]))}")
         out = {k: v for k, v in obj.items() if k not in ("x", "y", "index")}
         if "x" in obj or "y" in obj:
             point = self._to_norm([obj.get("x"), obj.get("y")], frame, f"{kind}: x / y")

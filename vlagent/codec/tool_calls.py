@@ -1,19 +1,26 @@
 """Read an assistant turn: a Qwen function call ``<tool_call>{"name": …, "arguments": …}</tool_call>``
 or a final answer. Never raises: malformed calls come back as a ``ToolCallParse`` with ``error``
 set, which the loop turns into an error-text observation.
+
+Cost is linear in the text and bounded: a turn longer than :data:`MAX_TURN_CHARS` is an error
+before anything else is read, blocks are found with ``str.find`` (no backtracking regex over
+the turn), and only the first call's body (at most :data:`MAX_CALL_CHARS`) is decoded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 from typing import Any
 
+_LOG = logging.getLogger(__name__)
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
-_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_FENCE_RE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
 _SOURCE_RE = re.compile(r'"source"\s*:\s*"(original|observation_(\d{1,4}))"')
+MAX_TURN_CHARS = 20_000
+"""Longest assistant turn read (a runaway generation beyond it is an error, never scanned)."""
 MAX_CALL_CHARS = 4000
 """Longest call body parsed; longer bodies are an error (a runaway generation)."""
 MAX_NAME_CHARS = 64
@@ -49,7 +56,39 @@ def parse_tool_call(text: object) -> ToolCallParse | None:
     try:
         return _parse(text)
     except Exception as exc:  # noqa: BLE001 - a rollout must never die on model text
+        _LOG.debug("parse_tool_call caught an exception on %s", _short(str(text)), exc_info=True)
         return ToolCallParse(None, f"unreadable tool call ({type(exc).__name__})")
+
+
+def _blocks(text: str) -> tuple[str | None, int]:
+    """The first ``<tool_call>…</tool_call>`` body and the number of closed blocks.
+
+    Each block closes at the first ``</tool_call>`` after its opening (as a non-greedy regex
+    would); one ``str.find`` pass over the text.
+    """
+    first, n, pos = None, 0, 0
+    while True:
+        start = text.find(_OPEN, pos)
+        if start < 0:
+            break
+        end = text.find(_CLOSE, start + len(_OPEN))
+        if end < 0:
+            break
+        if first is None:
+            first = text[start + len(_OPEN) : end]
+        n += 1
+        pos = end + len(_CLOSE)
+    return first, n
+
+
+def _unfence(body: str) -> str:
+    """``body`` without a surrounding ```json … ``` fence (stripped)."""
+    if len(body) >= 2 * len(_FENCE) and body.startswith(_FENCE) and body.endswith(_FENCE):
+        body = body[len(_FENCE) : -len(_FENCE)]
+        if body.startswith("json"):
+            body = body[len("json") :]
+        body = body.strip()
+    return body
 
 
 def _parse(text: object) -> ToolCallParse | None:
@@ -57,14 +96,15 @@ def _parse(text: object) -> ToolCallParse | None:
         return ToolCallParse(None, f"expected text, got {type(text).__name__}")
     if _OPEN not in text:
         return None
-    blocks = _CALL_RE.findall(text)
-    if not blocks:
+    if len(text) > MAX_TURN_CHARS:
+        return ToolCallParse(None, f"turn longer than {MAX_TURN_CHARS} characters", 1)
+    first, n = _blocks(text)
+    if first is None:
         return ToolCallParse(None, f"unterminated {_OPEN}: close it with {_CLOSE}", 1)
-    n = len(blocks)
-    body = blocks[0].strip()
-    fence = _FENCE_RE.match(body)
-    if fence:
-        body = fence.group(1)
+    body = first.strip()
+    if len(body) > MAX_CALL_CHARS + 2 * len(_FENCE) + len("json"):
+        return ToolCallParse(None, f"tool call longer than {MAX_CALL_CHARS} characters", n)
+    body = _unfence(body)
     if len(body) > MAX_CALL_CHARS:
         return ToolCallParse(None, f"tool call longer than {MAX_CALL_CHARS} characters", n)
     try:
@@ -91,7 +131,9 @@ def _parse(text: object) -> ToolCallParse | None:
 
 def answer_source(text: str, n_observations: int) -> int | None:
     """Observation an answer names with ``"source": "original" | "observation_<i>"``, if valid."""
-    match = _SOURCE_RE.search(text) if isinstance(text, str) else None
+    if not isinstance(text, str) or len(text) > MAX_TURN_CHARS:
+        return None
+    match = _SOURCE_RE.search(text)
     if match is None:
         return None
     index = 0 if match.group(1) == "original" else int(match.group(2))

@@ -1,8 +1,8 @@
 """The transformers rollout engine: one assistant turn for each of a batch of segments.
 
 Two decoders with the same sampling semantics (softmax(logits / temperature) with vision
-placeholders excluded and nothing else: no top-k / top-p / repetition penalty), so behaviour
-log-probs are the sampler's own:
+placeholders and the ids past the tokenizer's vocabulary excluded and nothing else: no top-k /
+top-p / repetition penalty), so behaviour log-probs are the sampler's own:
     prefix    every segment is a fresh prompt: one prefill per distinct prompt, the KV cache
               expanded to the rows that continue it (``rollout/prefix.py``); the default
     generate  transformers ``generate`` on the full left-padded contexts (prompt +
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from vlagent.batching import forbidden_token_ids, mask_logits
+from vlagent.batching import mask_logits, policy_forbidden_ids
 from vlagent.rollout.prefix import sample_with_prefix
 from vlagent.rollout.rows import batch_prompts
 from vlagent.rollout.trajectory import Segment
@@ -131,7 +131,7 @@ def sample_turns(
         their behaviour log-probs, and whether the turn ended with eos within the allowance.
     """
     model = policy.model
-    forbidden = forbidden_token_ids(policy.tokenizer)
+    forbidden = policy_forbidden_ids(policy)  # placeholders + ids past the tokenizer
     eos = eos_ids(policy)
     budget = max(max_new)
     was_training = model.training

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vlagent.batching import policy_forbidden_ids
 from vlagent.config import TrainConfig
 from vlagent.rollout.forward import row_logprobs
 from vlagent.rollout.rows import build_rows
@@ -85,7 +86,9 @@ def sft_loss(policy: Any, trajs: list[Trajectory]) -> tuple[torch.Tensor, float]
     """Mean negative log-likelihood of the policy tokens of ``trajs`` (and the token count)."""
     rows = build_rows(trajs, None, policy.tokenizer.pad_token_id)
     # The full forward: demonstrations rarely share a prompt, so prefix sharing saves nothing.
-    logp = row_logprobs(policy.model, rows, policy.tokenizer.pad_token_id, shared=False)
+    # The sampler's distribution: placeholders and ids past the tokenizer are masked (no update).
+    pad, forbidden = policy.tokenizer.pad_token_id, policy_forbidden_ids(policy)
+    logp = row_logprobs(policy.model, rows, pad, forbidden=forbidden, shared=False)
     mask = rows.mask.to(logp.device)
     return -(logp.sum() / mask.sum()), float(mask.sum())
 

@@ -16,7 +16,7 @@ import torch
 
 from vlagent.algo_config import GRPOConfig
 from vlagent.algos.losses import policy_loss
-from vlagent.batching import forbidden_token_ids
+from vlagent.batching import policy_forbidden_ids
 from vlagent.rollout.forward import row_logprobs
 from vlagent.rollout.rows import RowBatch
 
@@ -66,7 +66,7 @@ def sequence_logprobs(
         rows,
         policy.tokenizer.pad_token_id,
         temperature=g.temperature,
-        forbidden=forbidden_token_ids(policy.tokenizer),
+        forbidden=policy_forbidden_ids(policy),
         shared=g.shared_prefix and not g.gradient_checkpointing,
         entropy_out=entropy_out,
     )
