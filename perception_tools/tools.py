@@ -48,7 +48,10 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "ZoomTool",
+    "TOOLS_FOOTER",
+    "TOOLS_HEADER",
     "call_tool",
+    "render_tool_block",
     "render_tool_prompt",
     "tool_schemas",
 ]
@@ -344,22 +347,36 @@ def tool_schemas(names: Sequence[str] = ("zoom_in",)) -> list[dict[str, Any]]:
     return [{"type": "function", "function": TOOLS[n].schema} for n in names]
 
 
-def render_tool_prompt(names: Sequence[str] = ("zoom_in",)) -> str:
-    """System-prompt text describing ``names`` the way Qwen2.5's function-calling template does:
-    one JSON schema per line inside ``<tools></tools>`` and the one-line call format.
+TOOLS_HEADER = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+"""Text before the schemas in the system turn of Qwen2.5 / Qwen3 / Qwen3-VL chat templates."""
+TOOLS_FOOTER = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n"
+    '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
+"""Text after the schemas (the call format the model is told to use)."""
 
-    >>> print(render_tool_prompt(["zoom_in"]).splitlines()[-1])
-    <tool_call>{"name": <function-name>, "arguments": <args-json-object>}</tool_call>
+
+def render_tool_block(tools: Sequence[Mapping[str, Any]]) -> str:
+    """The tool block of a Qwen system turn for ``tools`` (``tool_schemas`` entries), byte for
+    byte as the Qwen2.5 / Qwen3 / Qwen3-VL chat templates render ``tools=``: one
+    ``tool | tojson`` line per tool (transformers' ``tojson`` is ``json.dumps`` with
+    ``ensure_ascii=False``, keys in insertion order) between :data:`TOOLS_HEADER` and
+    :data:`TOOLS_FOOTER`. The templates put it after the system text and a blank line.
+
+    >>> print(render_tool_block(tool_schemas(["zoom_in"])).splitlines()[-2])
+    {"name": <function-name>, "arguments": <args-json-object>}
     """
-    lines = "\n".join(json.dumps(s, ensure_ascii=False) for s in tool_schemas(names))
-    return (
-        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-        "You are provided with function signatures within <tools></tools> XML tags:\n"
-        f"<tools>\n{lines}\n</tools>\n\n"
-        "For each function call, return a json object with function name and arguments within "
-        "<tool_call></tool_call> XML tags:\n"
-        '<tool_call>{"name": <function-name>, "arguments": <args-json-object>}</tool_call>'
-    )
+    lines = "".join("\n" + json.dumps(dict(t), ensure_ascii=False) for t in tools)
+    return TOOLS_HEADER + lines + TOOLS_FOOTER
+
+
+def render_tool_prompt(names: Sequence[str] = ("zoom_in",)) -> str:
+    """:func:`render_tool_block` of the tools ``names`` (for chat templates without tools)."""
+    return render_tool_block(tool_schemas(names))
 
 
 def call_tool(call: object, images: Sequence[np.ndarray], ctx: ToolContext) -> ToolResult:

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+from rewards.actions import action_type_match, canonical_action, text_f1, token_f1
 from rewards.composite import (
     KNOWN_TERMS,
     REGISTRY,
     RewardSpec,
     RewardTerm,
+    as_target,
     score,
     score_many,
 )
+from rewards.custom import load_reward_fn
 from rewards.format import format_reward
 from rewards.grounding import (
     box_size_guard,
     distance_decay,
-    gaussian_coverage,
+    gaussian_mass_ratio,
+    gaussian_plane,
     gaussian_point,
     giou01,
     giou_reward,
     iou_reward,
     point_in_box,
 )
+from rewards.schedule import RewardStage, parse_stages, spec_at
 from rewards.tool_use import (
     TOOL_TERMS,
     ToolRewardConfig,
@@ -37,6 +42,7 @@ from rewards.types import (
     RewardError,
     RewardResult,
     RewardSpecError,
+    RewardTarget,
     norm_box_or_none,
     norm_point_or_none,
 )
@@ -49,11 +55,22 @@ __all__ = [
     "RewardResult",
     "RewardSpec",
     "RewardSpecError",
+    "RewardStage",
+    "RewardTarget",
     "RewardTerm",
+    "action_type_match",
+    "as_target",
+    "canonical_action",
+    "load_reward_fn",
+    "parse_stages",
+    "spec_at",
+    "text_f1",
+    "token_f1",
     "box_size_guard",
     "distance_decay",
     "format_reward",
-    "gaussian_coverage",
+    "gaussian_mass_ratio",
+    "gaussian_plane",
     "gaussian_point",
     "giou01",
     "giou_reward",

@@ -23,6 +23,11 @@ def _result(name: str, value: float) -> RewardResult:
 def point_in_box(point: object, gt_box: object) -> RewardResult:
     """1 if the point lies in the ground-truth box (edges included), else 0.
 
+    UI-R1's click reward (``accuracy_reward_coord``) and GUI-R1's (``r1gui_accuracy_reward``)
+    without their action-type check; tested against both (``tests/fixtures/ui_r1/``,
+    ``tests/fixtures/gui_r1/``). UI-R1 includes the edges as here; GUI-R1 excludes them, so a
+    point exactly on an edge scores 1 here and 0 there.
+
     Args:
         point: predicted ``(x, y)``, normalized.
         gt_box: ground-truth ``(x0, y0, x1, y1)``, normalized.
@@ -94,11 +99,18 @@ def giou01(pred_box: object, gt_box: object) -> RewardResult:
 
 
 def gaussian_point(point: object, gt_box: object, sigma_scale: float = 0.5) -> RewardResult:
-    """GUI-G² Gaussian point reward: an unnormalized Gaussian centred on the box centre.
+    """GUI-G²'s Gaussian point reward: an unnormalized Gaussian centred on the box centre.
 
     ``σx = sigma_scale · box width``, ``σy = sigma_scale · box height``;
     value ``= exp(-0.5 · ((dx / σx)² + (dy / σy)²))`` with ``(dx, dy)`` the offset of the point
     from the box centre. The centre scores 1; ``dx = σx, dy = 0`` scores ``e^-0.5``.
+
+    Source: ``gaussian_point_reward`` in GUI-G²'s ``src/gui_g2/src/open_r1/gaussian_grpo.py``
+    (github.com/ZJU-REAL/GUI-G2), whose ``alpha = 0.5`` is ``sigma_scale``; tested against values
+    of that function (``tests/fixtures/gui_g2/``). Differences: the reference scores the centre
+    of a predicted *box* (the composite scores a box-only prediction at its centre too) and
+    rounds to 3 decimals; here the value is not rounded, and a point outside [0, 1] (off the
+    image) or a degenerate ground-truth box scores 0.
 
     Args:
         point: predicted ``(x, y)``, normalized.
@@ -123,11 +135,64 @@ def gaussian_point(point: object, gt_box: object, sigma_scale: float = 0.5) -> R
     return _result("gaussian_point", math.exp(-0.5 * (zx * zx + zy * zy)))
 
 
-def _sigmas(gt_box: geo.Box, sigma_scale: float) -> tuple[float, float] | None:
+def _sigmas(box: geo.Box, sigma_scale: float) -> tuple[float, float] | None:
     """Adaptive standard deviations ``sigma_scale * (w, h)``; None if one underflows to 0."""
-    w, h = geo.box_size(gt_box)
+    w, h = geo.box_size(box)
     sx, sy = sigma_scale * w, sigma_scale * h
     return (sx, sy) if sx > 0.0 and sy > 0.0 and math.isfinite(sx * sy) else None
+
+
+def _bhattacharyya_1d(d_mu: float, s1: float, s2: float) -> float:
+    """``exp(-D_B)`` of N(0, s1²) and N(d_mu, s2²): ``sqrt(2 s1 s2 / v) · exp(-d_mu² / (4 v))``,
+    ``v = s1² + s2²``, written with ``r = min / max`` so tiny or huge sigmas cannot overflow."""
+    lo, hi = min(s1, s2), max(s1, s2)
+    r, z = lo / hi, d_mu / hi
+    return math.sqrt(2.0 * r / (1.0 + r * r)) * math.exp(-z * z / (4.0 * (1.0 + r * r)))
+
+
+def gaussian_plane(pred_box: object, gt_box: object, sigma_scale: float = 0.5) -> RewardResult:
+    """GUI-G²'s Gaussian plane (coverage) reward: ``exp(-D_B)`` of the two boxes' Gaussians.
+
+    Each box becomes ``N(μ = box centre, diag(σx², σy²))`` with ``σ = sigma_scale · (width,
+    height)`` of *that* box; the value is ``exp(-D_B)``, ``D_B`` their Bhattacharyya distance
+    ``(1/8) Δμᵀ Σ⁻¹ Δμ + (1/2) ln(det Σ / sqrt(det Σp · det Σg))``, ``Σ = (Σp + Σg) / 2`` (the
+    Bhattacharyya coefficient). Identical boxes score 1; the value falls as the centres part
+    *and* as the sizes differ, so a box much larger (or smaller) than the target scores little
+    (unlike :func:`gaussian_mass_ratio`). It is invariant to rescaling either axis, so
+    normalized and pixel coordinates give one value.
+
+    Source: ``gaussian_plane_reward`` in GUI-G²'s ``src/gui_g2/src/open_r1/gaussian_grpo.py``
+    (github.com/ZJU-REAL/GUI-G2, registered there as ``gaussian_plane``), whose ``alpha = 0.5``
+    is ``sigma_scale``; tested against values of that function (``tests/fixtures/gui_g2/``).
+    Differences: the reference rounds to 3 decimals and adds ``eps = 1e-8`` to ``Σ`` and to
+    ``det Σp · det Σg`` (negligible for the pixel boxes it is given, dominant for normalized
+    boxes, so left out: the distance is computed exactly, per axis); it squares a negative width,
+    so it scores an inverted box like the upright one. Here an inverted, empty or off-image box
+    scores 0.
+
+    Args:
+        pred_box: predicted ``(x0, y0, x1, y1)``, normalized.
+        gt_box: ground-truth ``(x0, y0, x1, y1)``, normalized.
+        sigma_scale: standard deviation as a fraction of each box's size (> 0).
+
+    Returns:
+        ``RewardResult`` with value in [0, 1] and term ``"gaussian_plane"``.
+
+    >>> gaussian_plane((0.4, 0.4, 0.6, 0.6), (0.4, 0.4, 0.6, 0.6)).value
+    1.0
+    >>> round(gaussian_plane((0.3, 0.3, 0.7, 0.7), (0.4, 0.4, 0.6, 0.6)).value, 6)  # 2x: 0.8
+    0.8
+    """
+    sigma_scale = check_positive("gaussian_plane: sigma_scale", sigma_scale)
+    pred, gt = norm_box_or_none(pred_box), norm_box_or_none(gt_box)
+    if pred is None or gt is None:
+        return _result("gaussian_plane", 0.0)
+    sp, sg = _sigmas(pred, sigma_scale), _sigmas(gt, sigma_scale)
+    if sp is None or sg is None:
+        return _result("gaussian_plane", 0.0)
+    (px, py), (gx, gy) = geo.box_center(pred), geo.box_center(gt)
+    value = _bhattacharyya_1d(px - gx, sp[0], sg[0]) * _bhattacharyya_1d(py - gy, sp[1], sg[1])
+    return _result("gaussian_plane", min(1.0, value))
 
 
 def _normal_mass(lo: float, hi: float, mu: float, sigma: float) -> float:
@@ -141,15 +206,15 @@ def _gaussian_mass(box: geo.Box, center: geo.Point, sigma: tuple[float, float]) 
     return _normal_mass(x0, x1, center[0], sigma[0]) * _normal_mass(y0, y1, center[1], sigma[1])
 
 
-def gaussian_coverage(pred_box: object, gt_box: object, sigma_scale: float = 0.5) -> RewardResult:
-    """GUI-G²-style coverage: how much of the ground truth's Gaussian the predicted box holds.
+def gaussian_mass_ratio(pred_box: object, gt_box: object, sigma_scale: float = 0.5) -> RewardResult:
+    """Ours (not GUI-G²'s): the ground truth Gaussian's mass inside the predicted box.
 
     With ``G = N(μ = gt centre, diag(σ²))``, ``σ = sigma_scale · gt (width, height)``:
     value ``= min(1, G(pred box) / G(gt box))``, where ``G(B)`` is the probability mass of ``G``
     inside box ``B`` (a product of 1-D normal CDF differences). Normalizing by ``G(gt box)``
-    makes identical boxes score exactly 1; boxes larger than the ground truth saturate at 1, so
-    pair this with a size guard. (The paper scores the predicted Gaussian's mass inside the
-    ground-truth box instead; that peaks below 1 and is not what is computed here.)
+    makes identical boxes score exactly 1. Any box that holds the ground-truth box scores 1
+    (the whole screen too), so pair it with a size guard (``RewardSpec.size_guard``); GUI-G²'s
+    box reward, which also penalizes a wrong size, is :func:`gaussian_plane`.
 
     Args:
         pred_box: predicted ``(x0, y0, x1, y1)``, normalized.
@@ -157,22 +222,22 @@ def gaussian_coverage(pred_box: object, gt_box: object, sigma_scale: float = 0.5
         sigma_scale: standard deviation as a fraction of the ground-truth size (> 0).
 
     Returns:
-        ``RewardResult`` with value in [0, 1] and term ``"gaussian_coverage"``.
+        ``RewardResult`` with value in [0, 1] and term ``"gaussian_mass_ratio"``.
 
-    >>> gaussian_coverage((0.4, 0.4, 0.5, 0.6), (0.4, 0.4, 0.6, 0.6)).value  # left half: 0.5
+    >>> gaussian_mass_ratio((0.4, 0.4, 0.5, 0.6), (0.4, 0.4, 0.6, 0.6)).value  # left half: 0.5
     0.5
     """
-    sigma_scale = check_positive("gaussian_coverage: sigma_scale", sigma_scale)
+    sigma_scale = check_positive("gaussian_mass_ratio: sigma_scale", sigma_scale)
     pred, gt = norm_box_or_none(pred_box), norm_box_or_none(gt_box)
     if pred is None or gt is None:
-        return _result("gaussian_coverage", 0.0)
+        return _result("gaussian_mass_ratio", 0.0)
     sigma = _sigmas(gt, sigma_scale)
     if sigma is None:
-        return _result("gaussian_coverage", 0.0)
+        return _result("gaussian_mass_ratio", 0.0)
     center = geo.box_center(gt)
     full = _gaussian_mass(gt, center, sigma)
     value = 0.0 if full <= 0.0 else min(1.0, max(0.0, _gaussian_mass(pred, center, sigma) / full))
-    return _result("gaussian_coverage", value)
+    return _result("gaussian_mass_ratio", value)
 
 
 def distance_decay(point: object, gt_box: object, scale: float = 0.1) -> RewardResult:

@@ -4,15 +4,24 @@ Boxes are normalized [0, 1] xyxy in the ORIGINAL image (map zoom boxes with thei
 ``CropMap`` first). Inputs from the model (boxes, counts) never raise; bad parameters raise
 :class:`~rewards.types.RewardSpecError`.
 
-Sources:
-    * DeepEyes (Zheng et al., 2025): the tool bonus is paid only when the final answer is right
-      and the episode made at least one tool call, so tools are never rewarded for their own sake.
+Sources (each tested against numbers from its own code, ``tests/fixtures/``):
+    * DeepEyes (Zheng et al., 2025; ``compute_score`` in ``verl/utils/reward_score/vl_agent.py``
+      of github.com/Visual-Agent/DeepEyes): ``0.8 * acc + 0.2 * format + 1.2 * tool`` with
+      ``tool = 1`` only when the answer is right (``acc > 0.5``) and the response holds at least
+      one tool-returned image, so tools are never rewarded for their own sake; ``format`` is -1
+      on a format error, else 0. :func:`tool_bonus` is that conditional term; its weight here
+      (``bonus``, default 0.2) is ours, and ``bonus = 1.2`` with the answer terms weighted
+      0.8 / 0.2 gives DeepEyes' reward (``tests/fixtures/deepeyes/``).
     * Pixel Reasoner (Su et al., 2025, arXiv:2505.15966), as implemented in TIGER-AI-Lab's
-      ``verl-tool`` reward manager: ``r' = r + alpha * r_curiosity + beta * r_penalty`` with
+      ``verl-tool`` reward manager (``PixelReasonerRewardManager``):
+      ``r' = r + alpha * r_curiosity + beta * r_penalty`` with
       ``r_curiosity = 1[episode used a visual operation] * max(0, H - RaPR)``, RaPR the
       fraction of the episode's GRPO group (same prompt) that used one, and
-      ``r_penalty = min(N - n_vo, 0)`` for ``n_vo`` visual operations; published defaults
-      ``H = 0.3``, ``alpha = 0.5``, ``N = 1``, ``beta = 0.05``.
+      ``r_penalty = min(N - n_vo, 0)`` for ``n_vo`` valid visual operations; defaults
+      ``H = 0.3``, ``alpha = 0.5``, ``N = 1``, ``beta = 0.05`` (``tests/fixtures/pixel_reasoner/``).
+      The Pixel-Reasoner repository's own trainer (``curiosity_driven_rl``, ``experience_maker``)
+      scales it differently, ``max(0, 0.3 - RaPR) / 2 / RaPR * 0.25`` for images; that variant
+      is not implemented here.
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ def _finite(name: str, value: object, lo: float = -math.inf, hi: float = math.in
 
 def tool_bonus(correct: bool, n_tool_calls: int, bonus: float = 0.2) -> RewardResult:
     """DeepEyes' conditional tool reward: ``bonus`` if the answer is right and a tool was called.
+
+    DeepEyes pays 1.2 against 0.8 for a right answer (module docstring); the default 0.2 is ours.
 
     Args:
         correct: whether the final answer is right.
@@ -217,7 +228,8 @@ class ToolRewardConfig:
     """Weights of the tool-use terms :func:`episode_reward` adds to the answer's reward."""
 
     bonus: float = 0.2
-    """DeepEyes tool bonus paid for a right answer reached with >= 1 tool call (0 turns it off)."""
+    """DeepEyes tool bonus paid for a right answer reached with >= 1 tool call (0 turns it off;
+    DeepEyes pays 1.2 against 0.8 for the answer, the default here is ours)."""
     free_calls: int = 1
     """Tool calls per episode that cost nothing."""
     per_call: float = 0.05

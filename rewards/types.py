@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from perception_tools.geometry import Box, GeometryError, Point, as_box, as_point, is_valid_box
 
@@ -28,6 +30,8 @@ class RewardResult:
 
     value: float
     terms: dict[str, float] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+    """Terms that raised or returned a non-number (each scored 0), as ``"name: reason"``."""
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,39 @@ class Prediction:
         box: ``(x0, y0, x1, y1)`` normalized, or None.
         format_ok: whether the answer followed the expected output format.
         error: the parser's message when it failed, else None.
+        action_type: the action the answer names (``click``, ``type``, ...), when it names one.
+        text: the text the answer types, when it types any.
+        completion: the model's raw answer text (for rewards that read it), or None.
     """
 
     point: tuple[float, float] | None = None
     box: tuple[float, float, float, float] | None = None
     format_ok: bool = True
     error: str | None = None
+    action_type: str | None = None
+    text: str | None = None
+    completion: str | None = None
+
+
+@dataclass(frozen=True)
+class RewardTarget:
+    """What a prediction is scored against: the ground truth of one sample.
+
+    Attributes:
+        box: the target element ``(x0, y0, x1, y1)``, normalized.
+        action_type: the expected action (``click``, ``type``, ...), when the data has one.
+        text: the expected typed text, when the data has one.
+        instruction: the instruction shown to the policy.
+        sample_id: the sample's stable id (used in error reports).
+        meta: the sample's extras (platform, data type, ...).
+    """
+
+    box: object = None
+    action_type: str | None = None
+    text: str | None = None
+    instruction: str = ""
+    sample_id: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 def norm_point_or_none(point: object) -> Point | None:

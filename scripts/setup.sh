@@ -42,8 +42,9 @@ if ! "$VENV/bin/python" -c "import torch, torchvision" 2>/dev/null; then
   "$VENV/bin/python" -c "import torch; print('[setup] torch', torch.__version__, '| CUDA build:', torch.version.cuda or 'no (CPU only)')"
 fi
 
-# dev = test tools; android = android-env, whose fake simulator the test suite drives.
-EXTRAS=${VLAGENT_EXTRAS:-dev,android}
+# dev = test tools; android = android-env, whose fake simulator the test suite drives;
+# data = datasets + pyarrow (Parquet and `datasets` folders); track = wandb (offline in tests).
+EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track}
 if ! "$VENV/bin/python" -c "import vlagent, pytest, hypothesis" 2>/dev/null \
    || [ pyproject.toml -nt "$VENV/.vlagent-installed" ]; then
   echo "[setup] installing vlagent (editable) with extras [$EXTRAS]"

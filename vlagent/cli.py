@@ -1,4 +1,4 @@
-"""vlagent command line: quickstart, train, sft, eval, bench, build-tiny-model, envs.
+"""vlagent command line: quickstart, train, sft, eval, make-standins, bench, build-tiny-model, envs.
 
 Every training command takes ``--config FILE|NAME`` (a YAML file or a packaged recipe) and dotted overrides
 (``grpo.lr=1e-5 run.seed=3``); the resolved config is saved in the run folder.
@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 # Idle OpenMP threads sleep instead of spinning. With the default (spin) policy, torch's CPU
 # threads slow down 10-30x as soon as another busy process shares the cores (measured here:
@@ -95,13 +96,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from vlagent.config import load_config
     from vlagent.eval.evaluate import evaluate
+    from vlagent.eval.tables import benchmark_tables, render_markdown, write_tables
     from vlagent.io import atomic_write_json
     from vlagent.models.loading import load_policy
     from vlagent.train.common import quiet_transformers
     from vlagent.worlds import make_world
 
+    if args.out.endswith(".json"):
+        raise VlagentError(
+            f"--out {args.out}: --out is the report folder (eval_summary.json, eval_table.json, "
+            "eval_table.md); write one JSON file with --json FILE"
+        )
     quiet_transformers()
-    cfg = load_config(_config_path(args.config, None), args.overrides)
+    overrides = list(args.overrides)
+    cfg = load_config(_config_path(args.config, None), overrides)
+    if args.standin_images:
+        standins = _make_standins(cfg, args)
+        overrides += [
+            f"task.annotation_file={standins.annotation_file}",
+            f"task.image_dir={standins.image_dir}",
+        ]
+        cfg = load_config(_config_path(args.config, None), overrides)
     policy = load_policy(args.model, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
     world = make_world(cfg, policy)
     report = evaluate(
@@ -113,6 +128,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         max_new_tokens=cfg.eval.max_new_tokens,
         episodes_per_task=args.episodes,
         keep_inputs=max(16, args.pictures),
+        temperature=args.temperature,
+        seed=cfg.run.seed,
     )
     ids = [t.task_id for t in report.trajectories]
     out = {
@@ -123,10 +140,81 @@ def cmd_eval(args: argparse.Namespace) -> int:
     }
     if args.pictures:
         world.save_pictures(report.trajectories[: args.pictures], Path(args.pictures_dir), "eval")
+    folder = Path(args.out)
+    if args.trajectories:
+        _write_trajectories(world, report.trajectories, folder)
     world.close()
-    if args.out:
-        atomic_write_json(args.out, out)
+    atomic_write_json(folder / "eval_summary.json", out)
+    if args.json:
+        atomic_write_json(args.json, out)
     sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+    tables = benchmark_tables(
+        [dict(t.extras.get("meta") or {}) for t in report.trajectories],
+        [bool(t.success) for t in report.trajectories],
+    )
+    if tables is not None:
+        json_path, md_path = write_tables(tables, folder)
+        sys.stdout.write("\n" + render_markdown(tables))
+        sys.stdout.write(f"\ntables written to {json_path} and {md_path}\n")
+    return 0
+
+
+def _write_trajectories(world: Any, trajectories: list[Any], folder: Path) -> None:
+    """``folder/trajectories.jsonl`` + ``folder/images/`` (screenshots re-read from the world
+    for episodes whose inputs the evaluation released)."""
+    from vlagent.eval.trajectory_log import write_trajectories_jsonl
+
+    if not hasattr(world, "sample"):
+        raise VlagentError(
+            f"--trajectories: world {type(world).__name__} is not a grounding world; "
+            "trajectory JSONL holds grounding episodes"
+        )
+    path = folder / "trajectories.jsonl"
+    n = write_trajectories_jsonl(
+        trajectories, path, folder / "images", image_of=lambda t: world.sample(t.task_id).image
+    )
+    sys.stderr.write(f"{n} episodes written to {path}\n")
+
+
+def _make_standins(cfg: Any, args: argparse.Namespace) -> Any:
+    """Stand-in screenshots for the records ``vlagent eval`` will run (see sim.screens.standins)."""
+    from sim.screens.standins import make_standins
+
+    task, n = cfg.task, cfg.eval.num_screens
+    if task.source != "screenspot":
+        raise VlagentError(
+            f"--standin-images needs task.source=screenspot (an annotation file), got {task.source!r}"
+        )
+    made = make_standins(
+        task.annotation_file,
+        args.standin_images,
+        version=task.screenspot_version,
+        limit=n if n > 0 else None,
+        max_side=args.standin_max_side,
+    )
+    sys.stderr.write(
+        f"stand-in images: {made.images} images for {made.records} records in {made.image_dir} "
+        f"({made.scaled} downscaled); annotations {made.annotation_file}\n"
+    )
+    return made
+
+
+def cmd_make_standins(args: argparse.Namespace) -> int:
+    from sim.screens.standins import make_standins
+
+    made = make_standins(
+        args.annotations,
+        args.dir,
+        version=args.version,
+        limit=args.limit,
+        max_side=args.max_side,
+    )
+    sys.stdout.write(
+        f"{made.images} stand-in images for {made.records} records in {made.image_dir} "
+        f"({made.scaled} downscaled)\nannotations: {made.annotation_file}\n"
+        f"evaluate: vlagent eval --config screenspot_eval --model PATH "
+        f"task.annotation_file={made.annotation_file} task.image_dir={made.image_dir}\n"
+    )
     return 0
 
 
@@ -180,12 +268,54 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="held-out success of a checkpoint in the config's world (greedy episodes)"
     )
     p.add_argument("--model", required=True, help="checkpoint folder or hub id")
-    p.add_argument("--out", default=None, help="write the report as JSON here")
+    p.add_argument(
+        "--out",
+        default="runs/eval",
+        help="report folder: eval_summary.json, and for ScreenSpot-style data eval_table.json "
+        "+ eval_table.md (per platform/group x text/icon) (default: runs/eval)",
+    )
     p.add_argument("--episodes", type=int, default=1, help="episodes per task (reset seeds 0..k-1)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="sample at this temperature instead of greedy decoding (with --episodes k: k "
+        "samples per task, e.g. for rejection sampling)",
+    )
+    p.add_argument(
+        "--trajectories",
+        action="store_true",
+        help="grounding worlds: also write OUT/trajectories.jsonl (+ OUT/images/), readable back "
+        "as training data with task.data.preset=vlagent_trajectory",
+    )
     p.add_argument("--pictures", type=int, default=0, help="save this many annotated episodes")
     p.add_argument("--pictures-dir", default="runs/eval_pictures", help="where pictures go")
+    p.add_argument(
+        "--standin-images",
+        default=None,
+        metavar="DIR",
+        help="draw stand-in screenshots for task.annotation_file into DIR and evaluate on them "
+        "(when the real ScreenSpot images are not at hand)",
+    )
+    p.add_argument(
+        "--standin-max-side",
+        type=int,
+        default=0,
+        help="downscale stand-ins (image and bbox) whose longer side exceeds this (0: full size)",
+    )
     _add_config_args(p, None)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "make-standins",
+        help="draw stand-in screenshots for a ScreenSpot annotation file (no real images needed)",
+    )
+    p.add_argument("annotations", help="ScreenSpot v1 / v2 / Pro JSON annotation file")
+    p.add_argument("dir", help="output folder (images + <stem>.standin.json)")
+    p.add_argument("--version", default="v2", choices=["v1", "v2", "pro"], help="bbox convention")
+    p.add_argument("--limit", type=int, default=None, help="only the first N records")
+    p.add_argument("--max-side", type=int, default=0, help="downscale longer sides above this")
+    p.set_defaults(func=cmd_make_standins)
 
     p = sub.add_parser("build-tiny-model", help="build a tiny random Qwen-VL checkpoint offline")
     p.add_argument("dir", help="output folder")

@@ -29,6 +29,10 @@ __all__ = [
     "load_config",
     "to_yaml",
 ]
+REPORT_SINKS = ("tensorboard", "wandb", "jsonl")
+"""Accepted entries of ``run.report_to``."""
+WANDB_MODES = ("offline", "online", "disabled")
+"""Accepted values of ``run.wandb_mode``."""
 RECIPES_DIR = Path(__file__).parent / "configs"
 """The YAML recipes shipped inside the package (``vlagent train --config grpo``)."""
 
@@ -128,6 +132,43 @@ class RunConfig:
     """Save annotated sample rollouts every this many steps (0 = only at the end)."""
     progress: bool = True
     """Show a progress bar."""
+    report_to: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard", "jsonl"])
+    """Where the scalars go: any of tensorboard | wandb | jsonl, with the same names everywhere
+    (``<phase>/<name>`` in TensorBoard and W&B). ``metrics.jsonl`` is written in every case
+    (resuming, ``vlagent train``'s summary and the reports read it), so listing jsonl is optional;
+    ``[]`` means JSONL only."""
+    wandb_project: str = "vlagent"
+    """W&B project (with ``wandb`` in ``report_to``)."""
+    wandb_name: str = ""
+    """W&B run name; "" = the name of ``out_dir``."""
+    wandb_mode: str = "offline"
+    """offline | online | disabled. offline (the default) needs no network or account: the run is
+    written under ``<out_dir>/wandb/`` and ``wandb sync <out_dir>/wandb/offline-run-*`` uploads it
+    later."""
+    push_to_hub: str = ""
+    """Hub repo id (``user/name``) the exported ``final/`` folder is uploaded to; "" = no upload.
+    A failed upload (no network, no token) is a warning; the run and its folder are kept."""
+    hub_private: bool = True
+    """Create the hub repo as private (when ``push_to_hub`` creates it)."""
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.report_to if s not in REPORT_SINKS]
+        _check(
+            not unknown,
+            "run.report_to",
+            f"unknown {', '.join(map(repr, unknown))}; use any of {', '.join(REPORT_SINKS)}",
+        )
+        _check(
+            self.wandb_mode in WANDB_MODES,
+            "run.wandb_mode",
+            f"{self.wandb_mode!r} is unknown; use {' | '.join(WANDB_MODES)}",
+        )
+        repo = self.push_to_hub
+        _check(
+            not repo or (repo.count("/") == 1 and all(repo.split("/")) and " " not in repo),
+            "run.push_to_hub",
+            f"{repo!r} is not a hub repo id; write it as user/name (or leave it empty)",
+        )
 
 
 @dataclasses.dataclass

@@ -9,6 +9,7 @@ in ``vlagent.algo_config`` and are the same in every world.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from vlagent.errors import ConfigError
@@ -19,12 +20,124 @@ def _check(cond: bool, field: str, msg: str) -> None:
         raise ConfigError(f"{field}: {msg}")
 
 
+_DATA_FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk", "hf_hub")
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Your own grounding data (``task.source=file``): a file, its column mapping, filters.
+
+    The mapping says which column holds the image, the instruction and the target, and the
+    target's coordinate convention (``gui.grounding.dataset_schema``; presets with example rows
+    in ``gui.grounding.dataset_presets``). Bad rows are skipped and reported, never fatal.
+    """
+
+    path: str = ""
+    """Training data: a .jsonl / .json / .parquet file, a ``datasets`` save_to_disk folder, or
+    a hub dataset id (online only)."""
+    eval_path: str = ""
+    """Held-out data for the val / test splits; empty: they reuse ``path`` (with a warning)."""
+    format: str = "auto"
+    """auto (from the suffix / folder) | jsonl | json | parquet | hf_disk | hf_hub."""
+    preset: str = ""
+    """A ready-made mapping: screenspot_v1 | screenspot_v2 | screenspot_pro | gui_r1 |
+    android_control | gui_odyssey | vlagent_trajectory (empty: ``columns`` alone)."""
+    columns: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Column mapping fields over the preset's: image, instruction, bbox | point, coords
+    (xyxy_px | xywh_px | xyxy_norm | xyxy_k1000 | point_px | point_norm | point_k1000),
+    action_type, text, id, img_size, meta {key: column}. Paths may be nested: ``action.x``."""
+    image_root: str = ""
+    """Folder relative image paths start from (empty: the data file's folder)."""
+    split: str = "train"
+    """Split of a ``datasets`` DatasetDict folder or hub dataset."""
+    eval_split: str = ""
+    """Split of ``eval_path`` (empty: ``split``)."""
+    max_rows: int = 0
+    """Read only the first rows of each file (0: all)."""
+    success_only: bool = False
+    """Keep rows whose ``success`` column is true (trajectory logs: rejection sampling)."""
+    min_reward: float | None = None
+    """Keep rows whose ``reward`` column is >= this (null: no filter)."""
+    demo_text: str = "target"
+    """What SFT demonstrations say: target (the ground truth rendered by the codec) |
+    recorded (the row's recorded answer, e.g. a trajectory log's completion)."""
+    point_radius: float = 0.02
+    """A point target becomes a box of this half-side (fraction of the image width / height)."""
+
+    def mapping(self) -> Any:
+        """The resolved ``gui.grounding.ColumnMapping`` (preset + columns)."""
+        from gui.errors import GroundingDataError
+        from gui.grounding.dataset_presets import resolve_mapping
+
+        try:
+            return resolve_mapping(self.preset or None, dict(self.columns))
+        except GroundingDataError as exc:
+            msg = str(exc)
+            if msg.startswith("preset"):
+                raise ConfigError(f"task.data.preset: {msg}") from exc
+            raise ConfigError(f"task.data.{msg}") from exc  # "columns.<field>: why"
+
+    def __post_init__(self) -> None:
+        _check(
+            self.format in _DATA_FORMATS,
+            "task.data.format",
+            f"{self.format!r} is unknown; use {', '.join(_DATA_FORMATS)}",
+        )
+        _check(
+            self.demo_text in ("target", "recorded"),
+            "task.data.demo_text",
+            f"{self.demo_text!r} is unknown; use target or recorded",
+        )
+        _check(self.max_rows >= 0, "task.data.max_rows", f"must be >= 0, got {self.max_rows}")
+        _check(
+            0.0 < self.point_radius <= 0.5,
+            "task.data.point_radius",
+            f"must be in (0, 0.5], got {self.point_radius}",
+        )
+        _check(
+            self.min_reward is None or math.isfinite(self.min_reward),
+            "task.data.min_reward",
+            f"must be a finite number or null, got {self.min_reward}",
+        )
+        if not (
+            self.preset
+            or self.columns
+            or self.success_only
+            or self.min_reward is not None
+            or self.demo_text != "target"
+        ):
+            return  # the default mapping; nothing to resolve (keeps config loads light)
+        mapping = self.mapping()
+        _check(
+            not self.success_only or mapping.success is not None,
+            "task.data.success_only",
+            "needs a success column (task.data.columns.success, or preset vlagent_trajectory)",
+        )
+        _check(
+            self.min_reward is None or mapping.reward is not None,
+            "task.data.min_reward",
+            "needs a reward column (task.data.columns.reward, or preset vlagent_trajectory)",
+        )
+        _check(
+            self.demo_text == "target" or mapping.demo_text is not None,
+            "task.data.demo_text",
+            "recorded needs a demo_text column (task.data.columns.demo_text, or preset "
+            "vlagent_trajectory)",
+        )
+
+
+TASK_ANSWER_FORMATS = ("think_answer", "qwen_json", "uitars", "qwen_box")
+"""``task.answer_format`` values: ``vlagent.codec.grounding.ANSWER_FORMATS`` (a later layer, so
+spelled out here; a test keeps the two equal)."""
+
+
 @dataclasses.dataclass
 class TaskConfig:
     """The grounding task: where screens come from, how answers are written, how they are scored."""
 
     source: str = "synthetic"
-    """synthetic (procedural screens) | screenspot (annotation file + image folder)."""
+    """synthetic (procedural screens) | screenspot (annotation file + image folder) | file
+    (your own data: ``task.data``)."""
     level: str = "basic"
     """Synthetic difficulty level (see ``sim.screens.LEVELS``)."""
     annotation_file: str = ""
@@ -34,13 +147,21 @@ class TaskConfig:
     screenspot_version: str = "v2"
     """v1 (bbox = x,y,w,h) | v2 | pro (bbox = x0,y0,x1,y1)."""
     answer_format: str = "qwen_json"
-    """think_answer (<answer>{"point": [x, y]}</answer>) | qwen_json ({"point_2d": [x, y]})."""
+    """think_answer (<answer>{"point": [x, y]}</answer>) | qwen_json ({"point_2d": [x, y]}) |
+    uitars (Action: click(start_box='(x,y)')) | qwen_box (<|box_start|>(x0,y0),(x1,y1)<|box_end|>);
+    numbers in the model family's space (``vlagent.codec.grounding``)."""
     answer_kind: str = "point"
     """point | box: what demonstrations answer with."""
     reward: dict[str, Any] = dataclasses.field(
         default_factory=lambda: {"point_in_box": 1.0, "gaussian_point": 0.5, "format": 0.1}
     )
-    """Reward terms and weights (``rewards.RewardSpec.from_dict``)."""
+    """Reward terms and weights (``rewards.RewardSpec.from_dict``): built-in terms by name, and
+    your own functions by import path (``my_pkg.rewards:fn: 0.5``, logged as ``fn``; or
+    ``name: {weight: 0.5, fn: my_pkg.rewards:fn, **kwargs}``). Signature: ``rewards.custom``."""
+    reward_stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Staged weights (``rewards.schedule``): ``[{until_step: 50, weights: {format: 1.0,
+    point_in_box: 0.2}}]`` re-weights the reward's terms in training while ``step < 50``;
+    after the last stage ``reward`` applies. Evaluation always scores with ``reward``."""
     train_seed_offset: int = 0
     """Training screens use seeds from here on."""
     eval_seed_offset: int = 1_000_000_000
@@ -50,20 +171,25 @@ class TaskConfig:
     pixel_budget: int = 0
     """Processor ``max_pixels`` for every observation (screenshot and zooms); 0 keeps the
     checkpoint's."""
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    """Your own data file and its column mapping (``source=file``)."""
 
     def __post_init__(self) -> None:
+        self._check_reward()
         _check(
             self.pixel_budget >= 0, "task.pixel_budget", f"must be >= 0, got {self.pixel_budget}"
         )
         _check(
-            self.source in ("synthetic", "screenspot"),
+            self.source in ("synthetic", "screenspot", "file"),
             "task.source",
-            f"{self.source!r} is unknown; use synthetic or screenspot",
+            f"{self.source!r} is unknown; use synthetic, screenspot or file",
         )
+        if self.source == "file":
+            _check(bool(self.data.path), "task.data.path", "required when task.source=file")
         _check(
-            self.answer_format in ("think_answer", "qwen_json"),
+            self.answer_format in TASK_ANSWER_FORMATS,
             "task.answer_format",
-            f"{self.answer_format!r} is unknown; use think_answer or qwen_json",
+            f"{self.answer_format!r} is unknown; use one of {', '.join(TASK_ANSWER_FORMATS)}",
         )
         _check(
             self.answer_kind in ("point", "box"),
@@ -81,6 +207,21 @@ class TaskConfig:
             "task.eval_seed_offset",
             "must be at least 10,000,000 away from task.train_seed_offset so eval screens stay unseen",
         )
+
+    def _check_reward(self) -> None:
+        """Build the reward spec and its stages once, so a bad term, weight, stage or custom
+        import path fails at config load with the field's name."""
+        from rewards import RewardSpec, parse_stages
+        from rewards.types import RewardSpecError
+
+        try:
+            spec = RewardSpec.from_dict(dict(self.reward))
+        except RewardSpecError as exc:
+            raise ConfigError(f"task.reward: {exc}") from exc
+        try:
+            parse_stages(list(self.reward_stages), spec)
+        except RewardSpecError as exc:
+            raise ConfigError(f"task.reward_stages: {exc}") from exc
 
 
 @dataclasses.dataclass

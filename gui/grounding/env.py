@@ -23,7 +23,7 @@ from gui.grounding.sources import (
 )
 from gui.grounding.spaces import action_space, observation_space
 from perception_tools.geometry import box_center, point_in_box
-from rewards import Prediction, RewardSpec, score
+from rewards import Prediction, RewardSpec, RewardTarget, score
 from sim.screens import ScreenLevel
 
 DEFAULT_REWARD: dict[str, float] = {"point_in_box": 1.0, "format": 0.1}
@@ -46,7 +46,11 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
     Info (reset and step): ``target_box_norm``, ``image_size`` ``(w, h)``, ``sample_id``,
     ``elements``, ``meta``; step adds ``reward_terms`` (summing to the reward), ``success``
     (the point, or else the box centre, lies in the target box), ``invalid_action``,
-    ``invalid_reason`` and ``prediction``.
+    ``invalid_reason``, ``prediction`` and ``reward_errors`` (custom reward terms that failed on
+    this sample and scored 0, as ``"name: reason"``).
+
+    The reward reads the sample's ground truth as a :class:`rewards.RewardTarget`: the target
+    box, and ``meta["action_type"]`` / ``meta["text"]`` when the data has them.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
@@ -124,7 +128,7 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
             )
         prediction, reason = parse_action(action)
         target = self._sample.target_box_norm
-        result = score(self.reward_spec, prediction, target)
+        result = score(self.reward_spec, prediction, self.reward_target())
         probe = prediction.point
         if probe is None and prediction.box is not None:
             probe = box_center(prediction.box)
@@ -135,10 +139,26 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
             invalid_action=reason is not None,
             invalid_reason=reason,
             prediction={"point": prediction.point, "box": prediction.box},
+            reward_errors=list(result.errors),
         )
         self._prediction = prediction
         self._terminated = True
         return self._obs(), float(result.value), True, False, info
+
+    def reward_target(self) -> RewardTarget:
+        """The current sample's ground truth for the reward (box, action type, text, ...)."""
+        sample = self._sample
+        assert sample is not None
+        meta = sample.meta
+        action_type, text = meta.get("action_type"), meta.get("text")
+        return RewardTarget(
+            box=sample.target_box_norm,
+            action_type=action_type if isinstance(action_type, str) else None,
+            text=text if isinstance(text, str) else None,
+            instruction=sample.instruction,
+            sample_id=sample.sample_id,
+            meta=dict(meta),
+        )
 
     def _obs(self) -> dict[str, Any]:
         assert self._sample is not None

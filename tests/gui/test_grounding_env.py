@@ -182,3 +182,46 @@ def test_gui_import_is_light_and_registers_ids() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class _OneSample:
+    """A one-sample source whose ground truth has an action type and typed text."""
+
+    name = "one"
+    num_samples = 1
+    image_size = (64, 48)
+
+    def __init__(self):
+        import string
+
+        from gui.grounding.sources import GroundingSample
+
+        self.charset = frozenset(string.printable)
+        self._s = GroundingSample(
+            image=np.zeros((48, 64, 3), np.uint8),
+            instruction="type the city",
+            target_box_norm=(0.25, 0.25, 0.75, 0.75),
+            sample_id="one:0",
+            meta={"action_type": "type", "text": "new york", "platform": "web"},
+        )
+
+    def sample(self, key):
+        return self._s
+
+
+def test_action_extras_reach_the_reward_with_the_samples_ground_truth():
+    spec = RewardSpec.from_dict({"point_in_box": 1.0, "action_type": 0.5, "text_f1": 0.25})
+    env = GroundingEnv(_OneSample(), spec)
+    env.reset(seed=0)
+    target = env.reward_target()
+    assert (target.action_type, target.text, target.sample_id) == ("type", "new york", "one:0")
+    action = {"point": (0.5, 0.5), "action_type": "type", "text": "New York", "completion": "c"}
+    _, reward, _, _, info = env.step(action)
+    assert info["reward_terms"] == {"point_in_box": 1.0, "action_type": 0.5, "text_f1": 0.25}
+    assert reward == 1.75 and info["reward_errors"] == [] and not info["invalid_action"]
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step({"point": (0.5, 0.5), "action_type": "click"})
+    assert info["reward_terms"] == {"point_in_box": 1.0, "action_type": 0.0, "text_f1": 0.0}
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step({"point": (0.5, 0.5), "text": 7})
+    assert info["invalid_action"] and "text must be a string" in info["invalid_reason"]

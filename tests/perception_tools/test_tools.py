@@ -327,6 +327,6 @@ def test_tool_prompt_lists_one_schema_per_line():
     text = render_tool_prompt(["zoom_in", "ground"])
     inside = text.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0].splitlines()
     assert [json.loads(line) for line in inside] == tool_schemas(["zoom_in", "ground"])
-    assert (
-        '<tool_call>{"name": <function-name>, "arguments": <args-json-object>}</tool_call>' in text
+    assert text.endswith(
+        '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
     )

@@ -25,8 +25,9 @@ ALL_TERMS = {name: 1.0 for name in KNOWN_TERMS}
 
 
 def test_known_terms_cover_the_registry() -> None:
-    expected = {"point_in_box", "iou", "giou", "gaussian_point", "gaussian_coverage"}
-    expected |= {"distance_decay", "format", "giou01"}
+    expected = {"point_in_box", "iou", "giou", "gaussian_point", "gaussian_plane"}
+    expected |= {"gaussian_mass_ratio"}
+    expected |= {"distance_decay", "format", "giou01", "action_type", "text_f1"}
     assert set(KNOWN_TERMS) == expected
 
 
@@ -46,7 +47,7 @@ def test_from_dict_builds_weighted_terms_with_params() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: RewardTerm("hit", 1.0), r"'hit' is unknown; known: distance_decay, format"),
+        (lambda: RewardTerm("hit", 1.0), r"'hit' is unknown; known: action_type, distance_decay"),
         (lambda: RewardTerm("iou", float("nan")), r"'iou': weight must be a finite number"),
         (lambda: RewardTerm("iou", float("inf")), r"weight must be a finite number, got inf"),
         (lambda: RewardTerm("iou", "1"), r"weight must be a finite number"),  # type: ignore[arg-type]
@@ -58,6 +59,10 @@ def test_from_dict_builds_weighted_terms_with_params() -> None:
         (lambda: RewardSpec((RewardTerm("iou"),), size_guard=0.0), r"size_guard"),
         (lambda: RewardSpec.from_dict({"iou": {"w": 1.0}}), r"needs a 'weight' key"),
         (lambda: RewardSpec.from_dict({"bogus": 1.0}), r"'bogus' is unknown"),
+        (
+            lambda: RewardSpec.from_dict({"gaussian_coverage": 1.0}),
+            r"'gaussian_coverage' no longer exists: use 'gaussian_plane' .*'gaussian_mass_ratio'",
+        ),
     ],
 )
 def test_spec_errors_name_the_problem(build: object, message: str) -> None:
@@ -94,7 +99,7 @@ def test_box_only_prediction_is_scored_at_its_centre() -> None:
 def test_point_only_prediction_gets_zero_on_box_terms() -> None:
     spec = RewardSpec.from_dict(ALL_TERMS)
     result = score(spec, Prediction(point=(0.5, 0.5)), GT)
-    for name in ("iou", "giou", "giou01", "gaussian_coverage"):
+    for name in ("iou", "giou", "giou01", "gaussian_plane", "gaussian_mass_ratio"):
         assert result.terms[name] == 0.0
     assert result.terms["point_in_box"] == 1.0
     assert result.terms["gaussian_point"] == 1.0
@@ -110,23 +115,50 @@ def test_unparseable_prediction_scores_zero_everywhere() -> None:
 
 
 def test_size_guard_kills_huge_boxes_on_box_terms_only() -> None:
-    weights = {"iou": 1.0, "gaussian_coverage": 1.0, "point_in_box": 1.0, "format": 0.5}
+    weights = {"iou": 1.0, "gaussian_mass_ratio": 1.0, "point_in_box": 1.0, "format": 0.5}
     huge = Prediction(box=(0.0, 0.0, 1.0, 1.0))  # area 1 = 25x the gt area 0.04
     unguarded = score(RewardSpec.from_dict(weights), huge, GT)
-    # iou 0.04; the whole screen holds all of the gt Gaussian's mass -> coverage 1.
+    # iou 0.04; the whole screen holds all of the gt Gaussian's mass -> mass ratio 1.
     assert unguarded.terms["iou"] == pytest.approx(0.04)
-    assert unguarded.terms["gaussian_coverage"] == 1.0
+    assert unguarded.terms["gaussian_mass_ratio"] == 1.0
     guarded = score(RewardSpec.from_dict(weights, size_guard=4.0), huge, GT)
     assert guarded.terms == {
         "iou": 0.0,
-        "gaussian_coverage": 0.0,
+        "gaussian_mass_ratio": 0.0,
         "point_in_box": 1.0,
         "format": 0.5,
     }
     assert guarded.value == 1.5
     # a box inside the allowance keeps its reward.
     ok = score(RewardSpec.from_dict(weights, size_guard=4.0), Prediction(box=GT), GT)
-    assert ok.terms["iou"] == 1.0 and ok.terms["gaussian_coverage"] == 1.0
+    assert ok.terms["iou"] == 1.0 and ok.terms["gaussian_mass_ratio"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    [
+        Prediction(point=(1e17, 0.001)),  # {"point": [1e20, 1]} in thousandths
+        Prediction(point=(-0.04, 0.02)),  # {"point_2d": [-40, 20]}
+        Prediction(point=(float("nan"), 0.5)),
+        Prediction(box=(-0.1, 0.4, 0.5, 0.6)),
+        Prediction(box=(0.6, 0.4, 0.4, 0.6)),  # inverted
+        Prediction(point=(0.5, 0.5), box=(0.4, 0.4, 1.2, 0.6)),  # a good point, an off-image box
+    ],
+)
+def test_off_image_coordinates_earn_no_format_credit(prediction: Prediction) -> None:
+    spec = RewardSpec.from_dict({"format": 0.1, "iou": 1.0})
+    assert prediction.format_ok  # the parser's verdict; the reward still pays nothing
+    assert score(spec, prediction, GT).terms["format"] == 0.0
+
+
+def test_on_image_or_coordinate_free_answers_keep_format_credit() -> None:
+    spec = RewardSpec.from_dict({"format": 0.1})
+    for prediction in (
+        Prediction(point=(0.0, 1.0)),  # on the image's edge
+        Prediction(box=(0.0, 0.0, 1.0, 1.0)),
+        Prediction(action_type="type", text="hello"),  # no coordinates at all
+    ):
+        assert score(spec, prediction, GT).terms["format"] == 0.1
 
 
 def test_negative_weight_is_a_penalty() -> None:

@@ -14,7 +14,8 @@ from rewards import (
     box_size_guard,
     distance_decay,
     format_reward,
-    gaussian_coverage,
+    gaussian_mass_ratio,
+    gaussian_plane,
     gaussian_point,
     giou01,
     giou_reward,
@@ -40,7 +41,8 @@ def test_results_name_their_term() -> None:
     assert giou_reward(GT, GT).terms == {"giou": 1.0}
     assert giou01(GT, GT).terms == {"giou01": 1.0}
     assert gaussian_point((0.5, 0.5), GT).terms == {"gaussian_point": 1.0}
-    assert gaussian_coverage(GT, GT).terms == {"gaussian_coverage": 1.0}
+    assert gaussian_mass_ratio(GT, GT).terms == {"gaussian_mass_ratio": 1.0}
+    assert gaussian_plane(GT, GT).terms == {"gaussian_plane": 1.0}
     assert distance_decay((0.5, 0.5), GT).terms == {"distance_decay": 1.0}
     assert box_size_guard(GT, GT).terms == {"size_guard": 1.0}
     assert format_reward(True).terms == {"format": 1.0}
@@ -79,25 +81,58 @@ def test_gaussian_point_by_hand() -> None:
     assert gaussian_point((0.5, 0.55), wide).value == pytest.approx(math.exp(-0.5))
 
 
-def test_gaussian_coverage_by_hand() -> None:
-    assert gaussian_coverage(GT, GT).value == 1.0
+def test_gaussian_mass_ratio_by_hand() -> None:
+    assert gaussian_mass_ratio(GT, GT).value == 1.0
     # left half [0.4, 0.5]: per-axis mass Phi(0) - Phi(-1) is half of Phi(1) - Phi(-1), y full.
-    assert gaussian_coverage((0.4, 0.4, 0.5, 0.6), GT).value == pytest.approx(0.5)
+    assert gaussian_mass_ratio((0.4, 0.4, 0.5, 0.6), GT).value == pytest.approx(0.5)
     # left half x bottom half: 0.5 * 0.5.
-    assert gaussian_coverage((0.4, 0.5, 0.5, 0.6), GT).value == pytest.approx(0.25)
+    assert gaussian_mass_ratio((0.4, 0.5, 0.5, 0.6), GT).value == pytest.approx(0.25)
     # x in [0.5, 0.7] = [0, +2 sigma]: (Phi(2) - Phi(0)) / (Phi(1) - Phi(-1)).
     expected = (0.5 * math.erf(2 / math.sqrt(2))) / math.erf(1 / math.sqrt(2))
-    assert gaussian_coverage((0.5, 0.4, 0.7, 0.6), GT).value == pytest.approx(expected)
+    assert gaussian_mass_ratio((0.5, 0.4, 0.7, 0.6), GT).value == pytest.approx(expected)
     assert expected == pytest.approx(0.4772499 / 0.6826895, rel=1e-6)
     # a box containing everything holds mass ~1 > the gt box's 0.466 -> saturates at 1.
-    assert gaussian_coverage((0.0, 0.0, 1.0, 1.0), GT).value == 1.0
+    assert gaussian_mass_ratio((0.0, 0.0, 1.0, 1.0), GT).value == 1.0
     # far away: ~0 mass.
-    assert gaussian_coverage((0.9, 0.9, 1.0, 1.0), GT).value < 1e-6
+    assert gaussian_mass_ratio((0.9, 0.9, 1.0, 1.0), GT).value < 1e-6
 
 
-def test_gaussian_coverage_grows_with_containment() -> None:
-    inner = gaussian_coverage((0.45, 0.45, 0.55, 0.55), GT).value
-    assert 0.0 < inner < gaussian_coverage(GT, GT).value
+def test_gaussian_mass_ratio_grows_with_containment() -> None:
+    inner = gaussian_mass_ratio((0.45, 0.45, 0.55, 0.55), GT).value
+    assert 0.0 < inner < gaussian_mass_ratio(GT, GT).value
+
+
+def test_gaussian_plane_by_hand() -> None:
+    # Per axis exp(-D_B) = sqrt(2 s1 s2 / (s1^2 + s2^2)) * exp(-d^2 / (4 (s1^2 + s2^2))).
+    assert gaussian_plane(GT, GT).value == 1.0
+    # same centre, twice the size: s = 0.2 vs 0.1 per axis -> sqrt(0.4 / 0.5) per axis = 0.8.
+    assert gaussian_plane((0.3, 0.3, 0.7, 0.7), GT).value == pytest.approx(0.8)
+    assert gaussian_plane(GT, (0.3, 0.3, 0.7, 0.7)).value == pytest.approx(0.8)  # symmetric
+    # same size, shifted by half a width in x: d = 0.1, s = 0.1 -> exp(-0.01 / 0.08).
+    assert gaussian_plane((0.5, 0.4, 0.7, 0.6), GT).value == pytest.approx(math.exp(-0.125))
+    # left half: x sigma 0.05 vs 0.1, centres 0.05 apart; y identical.
+    v = 0.05**2 + 0.1**2
+    expected = math.sqrt(2 * 0.05 * 0.1 / v) * math.exp(-(0.05**2) / (4 * v))
+    assert gaussian_plane((0.4, 0.4, 0.5, 0.6), GT).value == pytest.approx(expected)
+    # the whole screen: sigma 0.5 vs 0.1 per axis -> (sqrt(0.1 / 0.26))^2 = 0.1 / 0.26.
+    assert gaussian_plane((0.0, 0.0, 1.0, 1.0), GT).value == pytest.approx(0.1 / 0.26)
+    # sigma_scale 1.0: sigma 0.2 per axis, so the offset's exponent is 4x smaller.
+    shifted = gaussian_plane((0.5, 0.4, 0.7, 0.6), GT, sigma_scale=1.0).value
+    assert shifted == pytest.approx(math.exp(-0.125 / 4))
+
+
+def test_gaussian_plane_is_not_the_mass_ratio() -> None:
+    # the mass ratio saturates for any box holding the target; GUI-G2's plane reward does not.
+    screen = (0.0, 0.0, 1.0, 1.0)
+    assert gaussian_mass_ratio(screen, GT).value == 1.0
+    assert gaussian_plane(screen, GT).value < 0.4
+
+
+def test_gaussian_plane_survives_extreme_sizes() -> None:
+    tiny = (0.0, 0.0, 1e-300, 1e-300)
+    assert 0.0 <= gaussian_plane(tiny, GT).value < 1e-100  # no overflow, no NaN
+    assert gaussian_plane(tiny, tiny).value == 1.0
+    assert gaussian_plane((0.0, 0.0, 1e-12, 1.0), (0.0, 0.0, 1.0, 1e-12)).value < 1e-5
 
 
 def test_distance_decay_by_hand() -> None:
@@ -121,7 +156,7 @@ def test_box_size_guard_by_hand() -> None:
     ("call", "param"),
     [
         (lambda: gaussian_point((0.5, 0.5), GT, sigma_scale=0.0), "sigma_scale"),
-        (lambda: gaussian_coverage(GT, GT, sigma_scale=float("nan")), "sigma_scale"),
+        (lambda: gaussian_mass_ratio(GT, GT, sigma_scale=float("nan")), "sigma_scale"),
         (lambda: distance_decay((0.5, 0.5), GT, scale=-1.0), "scale"),
         (lambda: box_size_guard(GT, GT, max_area_ratio=float("inf")), "max_area_ratio"),
     ],
@@ -140,9 +175,13 @@ def test_box_reward_properties(pred: tuple, gt: tuple) -> None:
     assert iou == pytest.approx(iou_reward(gt, pred).value, abs=1e-12)
     assert -1.0 <= giou <= iou
     assert giou01(pred, gt).value == pytest.approx((giou + 1) / 2)
-    assert 0.0 <= gaussian_coverage(pred, gt).value <= 1.0
+    assert 0.0 <= gaussian_mass_ratio(pred, gt).value <= 1.0
+    plane = gaussian_plane(pred, gt).value
+    assert 0.0 <= plane <= 1.0
+    assert plane == pytest.approx(gaussian_plane(gt, pred).value, rel=1e-9, abs=1e-300)
+    assert gaussian_plane(gt, gt).value == pytest.approx(1.0)
     assert iou_reward(gt, gt).value == 1.0
-    assert gaussian_coverage(gt, gt).value == pytest.approx(1.0)
+    assert gaussian_mass_ratio(gt, gt).value == pytest.approx(1.0)
 
 
 @settings(max_examples=300)

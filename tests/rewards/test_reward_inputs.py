@@ -16,7 +16,8 @@ from rewards import (
     box_size_guard,
     distance_decay,
     format_reward,
-    gaussian_coverage,
+    gaussian_mass_ratio,
+    gaussian_plane,
     gaussian_point,
     giou01,
     giou_reward,
@@ -30,7 +31,7 @@ from rewards import (
 GT = (0.4, 0.4, 0.6, 0.6)
 NAN, INF = float("nan"), float("inf")
 POINT_FNS = (point_in_box, gaussian_point, distance_decay)
-BOX_FNS = (iou_reward, giou_reward, giou01, gaussian_coverage, box_size_guard)
+BOX_FNS = (iou_reward, giou_reward, giou01, gaussian_plane, gaussian_mass_ratio, box_size_guard)
 
 BAD_POINTS = [
     (NAN, 0.5),

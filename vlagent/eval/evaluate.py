@@ -13,24 +13,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from vlagent.eval.stats import wilson_interval
 from vlagent.rollout.runner import EpisodeSpec, run_episodes
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.worlds.base import Split, World
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a success rate (``(0, 1)`` when ``n`` is 0).
-
-    >>> tuple(round(v, 3) for v in wilson_interval(8, 10))
-    (0.49, 0.943)
-    """
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
 
 
 @dataclasses.dataclass
@@ -98,6 +84,8 @@ def evaluate(
     episodes_per_task: int = 1,
     task_ids: Sequence[Any] | None = None,
     keep_inputs: int = 16,
+    temperature: float | None = None,
+    seed: int = 0,
 ) -> EvalReport:
     """Greedy episodes on the first ``n`` tasks of ``split`` (or on ``task_ids``).
 
@@ -111,6 +99,8 @@ def evaluate(
         episodes_per_task: episodes per task (reset seeds 0 .. k-1).
         keep_inputs: the first this many episodes keep their prompts and screenshots (for
             pictures); the others keep only their outcomes (turns, rewards, extras).
+        temperature: None for greedy decoding; else sample at this temperature (e.g. k
+            sampled episodes per task for rejection sampling), seeded by ``seed``.
     """
     if task_ids is None:
         total = world.num_tasks(split)
@@ -125,7 +115,9 @@ def evaluate(
             lambda: world.make_env(split),
             specs[lo : lo + batch_size],
             world.limits(max_new_tokens),
-            greedy=True,
+            greedy=temperature is None,
+            temperature=1.0 if temperature is None else temperature,
+            seed=seed + lo,
             chunk_size=batch_size,
         )
         for t in trajs[keep_inputs:]:

@@ -1,6 +1,7 @@
 """Token pieces of a multi-turn conversation, built without re-rendering the whole chat.
 
-The first user turn goes through the checkpoint's own chat template and processor. Every later
+The first user turn goes through the checkpoint's own chat template and processor (tools passed
+as the template's ``tools=``, see :func:`render_prompt`). Every later
 observation turn is tokenized alone as the suffix
 
     ``\\n<|im_start|>user\\n`` [``<|vision_start|>`` N x ``<|image_pad|>`` ``<|vision_end|>``]
@@ -15,12 +16,15 @@ into plain characters, so text can never open an image slot or end a turn.
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
 from perception_tools.geometry import Frame
+from perception_tools.tools import render_tool_block
 from vlagent.batching import forbidden_token_ids, image_frame, user_message
 from vlagent.rollout.trajectory import Prompt
 
@@ -157,28 +161,70 @@ def observation_ids(
     return ids, mm
 
 
+Tools = Sequence[Mapping[str, Any]]
+"""OpenAI / Qwen ``tools`` entries ``{"type": "function", "function": {...}}``."""
+
+
+def render_prompt(
+    processor: Any, messages: list[dict[str, Any]], tools: Tools | None = None
+) -> str:
+    """The checkpoint's chat template applied to ``messages`` with the generation prompt added.
+
+    ``tools`` go to the template as ``apply_chat_template(tools=...)``, so the tool block is the
+    template's own. A template that ignores ``tools`` (the Qwen2-VL / Qwen2.5-VL releases' VL
+    templates, tiny checkpoints built before their template had tools) would drop them silently;
+    then the block Qwen's tool-aware templates write
+    (:func:`perception_tools.tools.render_tool_block`) is put into the system text instead, after
+    a blank line, which is where those templates put it.
+    """
+    kw: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+    plain = processor.apply_chat_template(messages, **kw)
+    if not tools:
+        return plain
+    tools = [dict(t) for t in tools]
+    rendered = processor.apply_chat_template(messages, tools=tools, **kw)
+    if rendered != plain:
+        return rendered
+    return processor.apply_chat_template(_tools_in_system(messages, tools), **kw)
+
+
+def _tools_in_system(messages: list[dict[str, Any]], tools: Tools) -> list[dict[str, Any]]:
+    """``messages`` with the tool block appended to (or forming) the system turn."""
+    block = render_tool_block(tools)
+    rest = messages
+    if messages and messages[0]["role"] == "system":
+        content, rest = messages[0]["content"], messages[1:]
+        if not isinstance(content, str):
+            content = "".join(str(c.get("text", "")) for c in content)
+        block = content + "\n\n" + block
+    return [{"role": "system", "content": [{"type": "text", "text": block}]}, *rest]
+
+
 def encode_prompt(
     processor: Any,
     images: list[np.ndarray],
     text: str,
     system: str | None = None,
     key: str = "",
+    tools: Tools | None = None,
 ) -> Prompt:
     """Tokenize one user turn (``images`` then ``text``) with the generation prompt added.
 
-    Everything goes through the checkpoint's own chat template and processor, so the layout is
-    the family's (image pads expanded to one per visual token).
+    Everything goes through the checkpoint's own chat template and processor
+    (:func:`render_prompt`), so the layout is the family's (image pads expanded to one per
+    visual token, the tool block as the template writes it).
 
     Args:
         images: uint8 HxWx3 arrays, oldest first (the last is the current screen).
         text: the user text (instruction, history).
         system: optional system prompt.
         key: content key stored on the prompt (equal keys = equal prompts).
+        tools: optional tool schemas, passed to the template as ``tools=``.
     """
     from PIL import Image
 
     msgs = user_message(text, system, n_images=len(images))
-    rendered = processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    rendered = render_prompt(processor, msgs, tools)
     pil = [Image.fromarray(np.asarray(im, dtype=np.uint8)) for im in images]
     enc = processor(text=[rendered], images=pil, return_tensors="pt")
     ids = enc["input_ids"][0]
@@ -193,8 +239,11 @@ def encode_prompt(
     )
 
 
-def content_key(images: list[np.ndarray], text: str, system: str | None = None) -> str:
-    """A hash of a prompt's content (equal keys = equal prompts)."""
+def content_key(
+    images: list[np.ndarray], text: str, system: str | None = None, tools: Tools | None = None
+) -> str:
+    """A hash of a prompt's content (equal keys = equal prompts). ``tools`` count in their
+    rendered order (key order included); no tools hash as before tools existed."""
     import hashlib
 
     h = hashlib.sha1()
@@ -204,6 +253,8 @@ def content_key(images: list[np.ndarray], text: str, system: str | None = None) 
         h.update(arr.tobytes())
     h.update(text.encode())
     h.update((system or "").encode())
+    if tools:
+        h.update(b"\0tools\0" + json.dumps([dict(t) for t in tools], ensure_ascii=False).encode())
     return h.hexdigest()
 
 
@@ -218,13 +269,19 @@ class PromptCache:
         self.size = size
         self._cache: OrderedDict[str, Prompt] = OrderedDict()
 
-    def get(self, images: list[np.ndarray], text: str, system: str | None = None) -> Prompt:
-        key = content_key(images, text, system)
+    def get(
+        self,
+        images: list[np.ndarray],
+        text: str,
+        system: str | None = None,
+        tools: Tools | None = None,
+    ) -> Prompt:
+        key = content_key(images, text, system, tools)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        prompt = encode_prompt(self.processor, images, text, system, key)
+        prompt = encode_prompt(self.processor, images, text, system, key, tools)
         self._cache[key] = prompt
         if len(self._cache) > self.size:
             self._cache.popitem(last=False)

@@ -16,7 +16,7 @@ from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_dir
 from vlagent.models.loading import Policy, load_policy
 from vlagent.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
-from vlagent.train.outputs import MetricsLogger, prepare_run_dir
+from vlagent.train.outputs import MetricsLogger, check_report_to, prepare_run_dir
 from vlagent.worlds import World, make_world
 
 log = logging.getLogger(__name__)
@@ -89,12 +89,25 @@ def load_or_resume(
     return Resumed(policy=policy, state=state), optimizer
 
 
-def export_final(policy: Policy, run_dir: Path) -> Path:
+def export_final(
+    policy: Policy, run_dir: Path, card: str | None = None, push_to: str = "", private: bool = True
+) -> Path:
     """Write the trained policy as a plain checkpoint folder ``<run_dir>/final`` (atomically).
 
-    A LoRA policy is merged first, so ``final/`` always loads like any checkpoint.
+    The folder is what ``save_pretrained`` writes for the model and its processor (config.json
+    naming the architecture, model.safetensors, generation_config.json with eos and pad ids,
+    processor_config.json, tokenizer files, chat_template.jinja), plus ``README.md`` when
+    ``card`` is given: transformers and vLLM load it without vlagent. A LoRA policy is merged
+    first, so the weights carry the release names.
+
+    Args:
+        card: the model card (``export.model_card``), written as ``README.md``.
+        push_to: a hub repo id to upload the folder to ("" = no upload); a failed upload is a
+            warning (see ``export.push_folder``), the folder is kept either way.
+        private: create the hub repo as private.
     """
     from vlagent.models.lora import merge_lora
+    from vlagent.train.export import generation_config, push_folder
 
     model = policy.model
     if hasattr(model, "merge_and_unload"):
@@ -103,7 +116,12 @@ def export_final(policy: Policy, run_dir: Path) -> Path:
     dest = run_dir / "final"
     with atomic_dir(dest) as tmp:
         model.save_pretrained(tmp)
+        generation_config(policy).save_pretrained(tmp)
         policy.processor.save_pretrained(tmp)
+        if card is not None:
+            (tmp / "README.md").write_text(card, encoding="utf-8")
+    if push_to:
+        push_folder(dest, push_to, private)
     return dest
 
 
@@ -176,7 +194,19 @@ class Run:
         save_checkpoint(
             self.run_dir, self.phase, step, self.policy, self.opt, self.extra, scheduler=scheduler
         )
-        final = export_final(self.policy, self.run_dir)
+        from vlagent.train.export import last_val_metrics, model_card
+
+        card = model_card(
+            self.cfg,
+            self.policy.family,
+            self.phase,
+            step,
+            stop_reason,
+            self.extra["train_seconds"],
+            last_val_metrics(self.metrics.path, self.phase),
+        )
+        r = self.cfg.run
+        final = export_final(self.policy, self.run_dir, card, r.push_to_hub, r.hub_private)
         if self.cfg.eval.monitor_screens and self.cfg.eval.rollout_pictures:
             report = self._evaluate_val(self.cfg.eval.rollout_pictures)
             self.world.save_pictures(
@@ -207,6 +237,7 @@ def start_run(
     quiet_transformers()
     setup_threads(cfg.run.threads)
     torch.manual_seed(cfg.run.seed)
+    check_report_to(cfg.run.report_to)  # before any work: wandb listed but not installed
     run_dir = prepare_run_dir(cfg)
     resumed, opt = load_or_resume(cfg, phase, run_dir, make_optimizer)
     step = resumed.state["step"] if resumed.state else 0
@@ -220,7 +251,9 @@ def start_run(
         state=resumed.state,
         extra=resumed.state["extra"] if resumed.state else extra,
         step=step,
-        metrics=MetricsLogger(run_dir, phase, resume_step=step if resumed.state else None),
+        metrics=MetricsLogger.for_run(
+            cfg, run_dir, phase, resume_step=step if resumed.state else None
+        ),
         bar=tqdm(
             total=total, initial=step, desc=phase, disable=not cfg.run.progress, dynamic_ncols=True
         ),

@@ -229,6 +229,7 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
             break
         timer = Timer()
         t0 = time.perf_counter()
+        world.on_step(step)
         with timer("generate"):
             trajs, row = collect(policy, world, cfg, step, keys)
         row.update(

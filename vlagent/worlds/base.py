@@ -65,6 +65,11 @@ class World(abc.ABC):
             over_limit_penalty=loop.over_limit_penalty,
         )
 
+    def on_step(self, step: int) -> None:
+        """Called by the trainer before each step's rollouts (e.g. a staged reward schedule
+        switches its weights here). Default: nothing."""
+        return None
+
     def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """World-specific means over episodes (added to the common ones)."""
         return {}

@@ -1,8 +1,10 @@
 """World ``grounding``: one screenshot, one instruction, one answer (GUI-R1 / UI-R1 style).
 
-Env: ``gui.grounding.GroundingEnv`` over procedural screens (``task.source=synthetic``) or a
-ScreenSpot file; it scores the answer with the ``task.reward`` terms. Adapter: the screenshot and
-instruction become one user turn; the reply is read by the grounding codec (the model family's
+Env: ``gui.grounding.GroundingEnv`` over procedural screens (``task.source=synthetic``), a
+ScreenSpot file, or your own data (``task.source=file``: ``task.data``, a
+``gui.grounding.DatasetSource``; val / test read ``task.data.eval_path`` when given); it
+scores the answer with the ``task.reward`` terms. Adapter: the screenshot and instruction
+become one user turn; the reply is read by the grounding codec (the model family's
 coordinate space → normalized) into the env's action. Seeds are split into disjoint ranges so
 held-out numbers are about screens the policy never saw: ``train``, ``demo``, ``val``, ``test``
 (a finite source has no ranges: every split indexes its records).
@@ -10,6 +12,7 @@ held-out numbers are about screens the policy never saw: ``train``, ``demo``, ``
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from perception_tools.geometry import box_area, point_in_box
-from rewards import RewardSpec
+from rewards import RewardSpec, parse_stages, spec_at
 from vlagent.codec import Answer, GroundingCodec
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache, set_pixel_budget
@@ -25,6 +28,28 @@ from vlagent.rollout.trajectory import Segment, Trajectory, Turn
 from vlagent.worlds.base import Split, World
 
 _VAL_OFFSET = 20_000_000  # val seeds sit this far above the test seeds
+log = logging.getLogger(__name__)
+
+
+def _data_source(data: Any, path: str, split: str, avoid_name: str | None = None) -> Any:
+    """A ``gui.grounding.DatasetSource`` of ``path`` under ``task.data`` (its name differs
+    from ``avoid_name``, so the sample ids of two files differ)."""
+    from gui.grounding import DatasetSource
+
+    name = Path(path.rstrip("/")).stem or "data"
+    return DatasetSource(
+        path,
+        data.mapping(),
+        format=data.format,
+        image_root=data.image_root or None,
+        split=split,
+        max_rows=data.max_rows,
+        success_only=data.success_only,
+        min_reward=data.min_reward,
+        point_radius=data.point_radius,
+        name=f"{name}_eval" if name == avoid_name else name,
+        cache_size=256,
+    )
 
 
 class GroundingAdapter:
@@ -39,11 +64,12 @@ class GroundingAdapter:
         traj.segments = [Segment(prompt)]
         traj.extras["image"] = obs["image"]
         traj.extras["target_box_norm"] = info.get("target_box_norm")
+        traj.extras["meta"] = dict(info.get("meta") or {})
 
     def read(self, traj: Trajectory, turn: Turn, last: bool) -> Decision:
         answer = self.codec.parse(turn.text, traj.segment.prompt.frame)
         traj.extras["answer"] = answer
-        return Decision("env", answer.to_action())
+        return Decision("env", {**answer.to_action(), "completion": turn.text})
 
     def observe(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
         raise AssertionError("GroundingEnv episodes end after one step")
@@ -53,12 +79,23 @@ class GroundingAdapter:
 
 
 class GroundingDemonstrator:
-    """The ground-truth answer rendered by the codec (point at the target's centre)."""
+    """The ground-truth answer rendered by the codec (point at the target's centre), or with
+    ``demo_text="recorded"`` the sample's recorded answer ``meta["demo_text"]`` (a trajectory
+    log's completion: SFT on the model's own successful answers). A sample without recorded
+    text falls back to the rendered target. Recorded text is replayed verbatim: its numbers
+    are in the coordinate space of the run that wrote it (same model family and
+    ``task.pixel_budget`` keep them right)."""
 
-    def __init__(self, codec: GroundingCodec) -> None:
-        self.codec = codec
+    def __init__(self, codec: GroundingCodec, demo_text: str = "target") -> None:
+        if demo_text not in ("target", "recorded"):
+            raise ValueError(f"demo_text {demo_text!r} is unknown; use target or recorded")
+        self.codec, self.demo_text = codec, demo_text
 
     def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
+        if self.demo_text == "recorded":
+            recorded = (info.get("meta") or {}).get("demo_text")
+            if isinstance(recorded, str) and recorded.strip():
+                return recorded
         return self.codec.render(tuple(info["target_box_norm"]), traj.segment.prompt.frame)
 
 
@@ -76,11 +113,28 @@ class GroundingWorld(World):
         )
         if t.source == "synthetic":
             self.source: Any = SyntheticSource(t.level, cache_size=256)
-        else:
+        elif t.source == "screenspot":
             self.source = ScreenSpotSource(
                 t.annotation_file, t.image_dir, version=t.screenspot_version
             )
-        self.reward_spec = RewardSpec.from_dict(dict(t.reward))
+        else:
+            self.source = _data_source(t.data, t.data.path, t.data.split)
+        self.eval_source: Any = self.source
+        """Source of the val / test splits (``task.data.eval_path``; else ``source``)."""
+        if t.source == "file" and t.data.eval_path:
+            self.eval_source = _data_source(
+                t.data, t.data.eval_path, t.data.eval_split or t.data.split, self.source.name
+            )
+        elif t.source == "file":
+            log.warning(
+                "task.data.eval_path is not set: the val and test splits reuse the training "
+                "data %s, so held-out numbers are measured on training rows",
+                t.data.path,
+            )
+        self.base_reward_spec = RewardSpec.from_dict(dict(t.reward))
+        self.reward_stages = parse_stages(list(t.reward_stages), self.base_reward_spec)
+        self.reward_spec = self.base_reward_spec
+        """The spec training envs score with (``task.reward_stages`` at the current step)."""
         self._offsets = {
             "train": t.train_seed_offset,
             "demo": t.demo_seed_offset,
@@ -91,25 +145,47 @@ class GroundingWorld(World):
     def make_env(self, split: Split) -> Any:
         from gui.grounding import GroundingEnv
 
-        return GroundingEnv(self.source, self.reward_spec)
+        spec = self.reward_spec if split in ("train", "demo") else self.base_reward_spec
+        return GroundingEnv(self._split_source(split), spec)
+
+    def _split_source(self, split: Split) -> Any:
+        return self.source if split in ("train", "demo") else self.eval_source
+
+    def on_step(self, step: int) -> None:
+        """Training envs score with the reward stage in force at ``step``."""
+        self.reward_spec = spec_at(self.base_reward_spec, self.reward_stages, step)
 
     def adapter(self) -> GroundingAdapter:
         return GroundingAdapter(self.policy.processor, self.codec)
 
     def demonstrator(self) -> GroundingDemonstrator:
-        return GroundingDemonstrator(self.codec)
+        t = self.cfg.task
+        return GroundingDemonstrator(
+            self.codec, t.data.demo_text if t.source == "file" else "target"
+        )
 
     def num_tasks(self, split: Split) -> int | None:
-        return self.source.num_samples
+        return self._split_source(split).num_samples
 
     def task_ids(self, split: Split, start: int, count: int) -> list[Any]:
-        n = self.source.num_samples
-        if n is not None:
-            return [i % n for i in range(start, start + count)]
-        return [self._offsets[split] + i for i in range(start, start + count)]
+        """Seeds of the split's range (synthetic), or record indices of the split's source
+        (finite): ints for ``source``, ``"<eval source name>:<index>"`` sample ids for a
+        separate ``eval_source`` (so ids of the two files never collide)."""
+        src = self._split_source(split)
+        n = src.num_samples
+        if n is None:
+            return [self._offsets[split] + i for i in range(start, start + count)]
+        if src is not self.source:
+            return [f"{src.name}:{i % n}" for i in range(start, start + count)]
+        return [i % n for i in range(start, start + count)]
 
-    def sample(self, key: int) -> Any:
-        """The screen of task ``key`` (image, instruction, target)."""
+    def sample(self, key: int | str) -> Any:
+        """The screen of task ``key`` (image, instruction, target); a ``"<name>:<index>"`` id
+        of the eval source reads that source."""
+        if isinstance(key, str) and self.eval_source is not self.source:
+            name, _, index = key.rpartition(":")
+            if name == self.eval_source.name and index.isdecimal():
+                return self.eval_source.sample(int(index))
         return self.source.sample(key)
 
     def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
@@ -118,12 +194,15 @@ class GroundingWorld(World):
             "accuracy": sum(t.success for t in trajectories) / n,
             "format_rate": sum(isinstance(t.extras.get("answer"), Answer) for t in trajectories)
             / n,
+            "reward_errors": float(
+                sum(len(x.info.get("reward_errors") or ()) for t in trajectories for x in t.turns)
+            ),
         }
 
     def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
         """``random_click``: the exact expected accuracy of a uniformly random click (mean
         target area); ``center_click``: accuracy of always clicking (0.5, 0.5)."""
-        boxes = [self.source.sample(k).target_box_norm for k in task_ids]
+        boxes = [self.sample(k).target_box_norm for k in task_ids]
         return {
             "random_click": float(np.mean([box_area(b) for b in boxes])),
             "center_click": float(np.mean([point_in_box((0.5, 0.5), b) for b in boxes])),

@@ -15,6 +15,7 @@ Coordinates: tool boxes and answers are in the model's space of the observation 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 
 from perception_tools.crop import CropMap, ToolResult
 from perception_tools.geometry import Frame, GeometryError, box_area, intersection_area
-from perception_tools.tools import ToolContext, call_tool, render_tool_prompt
+from perception_tools.tools import ToolContext, call_tool, tool_schemas
 from rewards import RewardResult, episode_reward, group_tool_rates, point_in_box
 from rewards.tool_use import TOOL_TERMS
 from vlagent.codec import Answer, GroundingCodec, coord_space_for
@@ -47,11 +48,20 @@ _ANSWER_HINT = {
     "of the latest image.",
     "think_answer": 'When you know the answer, reply with <answer>{"point": [x, y]}</answer> in '
     "the coordinates of the latest image.",
+    "uitars": "When you know the answer, reply with Action: click(start_box='(x,y)') in the "
+    "coordinates of the latest image.",
+    "qwen_box": "When you know the answer, reply with <|box_start|>(x0,y0),(x1,y1)<|box_end|> "
+    "in the coordinates of the latest image.",
 }
 
 
 def system_prompt(tools: ToolsConfig, answer_format: str) -> str | None:
-    """The system prompt for ``tools.system_prompt`` (None without tools)."""
+    """The system text for ``tools.system_prompt`` (None without tools).
+
+    ``schema``: the answer hint only; the tool block comes from the chat template, which gets
+    the schemas as ``tools=`` (:func:`prompt_tools`). ``short``: a one-line tool description
+    (for tiny models), no ``tools=``. ``none``: no system text.
+    """
     if not tools.enabled or tools.system_prompt == "none":
         return None
     if tools.system_prompt == "short":
@@ -61,7 +71,15 @@ def system_prompt(tools: ToolsConfig, answer_format: str) -> str | None:
             '<tool_call>{"name": "zoom_in", "arguments": {"bbox_2d": [x0, y0, x1, y1]}}</tool_call> '
             "to see a region enlarged. " + _ANSWER_HINT[answer_format]
         )
-    return render_tool_prompt(tools.names) + "\n\n" + _ANSWER_HINT[answer_format]
+    return _ANSWER_HINT[answer_format]
+
+
+def prompt_tools(tools: ToolsConfig) -> list[dict[str, Any]] | None:
+    """The ``tools=`` the chat template gets: the schemas of ``tools.names`` when
+    ``tools.system_prompt`` is ``schema``, else None."""
+    if not tools.enabled or tools.system_prompt != "schema":
+        return None
+    return tool_schemas(tools.names)
 
 
 class ZoomAdapter:
@@ -87,6 +105,7 @@ class ZoomAdapter:
         self.budget = pixel_budget(policy.processor)
         self.factor = patch_factor(policy.processor)
         self.system = system_prompt(tools, answer_format)
+        self.tool_schemas = prompt_tools(tools)
         self.max_images = max_images
         self.prompts = PromptCache(policy.processor)
 
@@ -103,7 +122,8 @@ class ZoomAdapter:
         )
 
     def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
-        prompt = self.prompts.get([obs["image"]], str(obs["instruction"]), self.system)
+        instruction = str(obs["instruction"])
+        prompt = self.prompts.get([obs["image"]], instruction, self.system, self.tool_schemas)
         traj.segments = [Segment(prompt)]
         traj.extras.update(
             images=[obs["image"]],
@@ -117,7 +137,8 @@ class ZoomAdapter:
         x["new_image"].append(None)
         parsed = parse_tool_call(turn.text) if self.tools.enabled else None
         if parsed is None:
-            return Decision("env", self._answer(traj, turn.text).to_action())
+            action = self._answer(traj, turn.text).to_action()
+            return Decision("env", {**action, "completion": turn.text})
         if last:  # no turn or token left to use the tool's answer (the runner names which)
             return Decision("over_limit", parsed.call)
         result = self._call(traj, parsed)
@@ -162,7 +183,7 @@ class ZoomAdapter:
             crop = ctx.crops[obs]
             point = crop.to_original(parsed.point_norm) if parsed.point_norm else None
             box = crop.to_original(parsed.box_norm) if parsed.box_norm else None
-            parsed = Answer(point_norm=point, box_norm=box, text=parsed.text)  # type: ignore[arg-type]
+            parsed = dataclasses.replace(parsed, point_norm=point, box_norm=box)
         traj.extras["answer"], traj.extras["answer_observation"] = parsed, obs
         return parsed
 

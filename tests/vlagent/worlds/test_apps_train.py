@@ -280,6 +280,8 @@ def test_eval_cli_with_a_checkpoint(tiny_dir, tmp_path, capsys):
         "eval",
         "--model",
         str(tiny_dir),
+        "--out",
+        str(tmp_path / "eval"),
         "--config",
         "apps_grpo",
         f"apps.eval_suite={path}",
@@ -291,4 +293,5 @@ def test_eval_cli_with_a_checkpoint(tiny_dir, tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["world"] == "apps" and summary["n"] == 1 and summary["success_rate"] == 0.0
     assert summary["invalid_action_rate"] == 1.0
+    assert json.loads((tmp_path / "eval" / "eval_summary.json").read_text())["n"] == 1
     torch.set_num_threads(threads)  # the CLI may set its own thread count
