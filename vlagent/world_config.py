@@ -21,6 +21,11 @@ def _check(cond: bool, field: str, msg: str) -> None:
 
 
 _DATA_FORMATS = ("auto", "jsonl", "json", "parquet", "hf_disk", "hf_hub")
+VAL_SEED_SHIFT = 20_000_000
+"""Validation screens use seeds from ``task.eval_seed_offset`` + this (test screens from
+``task.eval_seed_offset``)."""
+SEED_GAP = 10_000_000
+"""Training seed ranges (train, demo) start at least this far from held-out ones (val, test)."""
 
 
 @dataclasses.dataclass
@@ -165,7 +170,8 @@ class TaskConfig:
     train_seed_offset: int = 0
     """Training screens use seeds from here on."""
     eval_seed_offset: int = 1_000_000_000
-    """Held-out screens use seeds from here on (disjoint from training)."""
+    """Test screens use seeds from here on, validation screens from here + 20,000,000; the
+    train and demo offsets must lie at least 10,000,000 from both (disjoint from training)."""
     demo_seed_offset: int = 500_000_000
     """Demonstration screens use seeds from here on."""
     pixel_budget: int = 0
@@ -207,6 +213,16 @@ class TaskConfig:
             "task.eval_seed_offset",
             "must be at least 10,000,000 away from task.train_seed_offset so eval screens stay unseen",
         )
+        held_out = {"test": self.eval_seed_offset, "val": self.eval_seed_offset + VAL_SEED_SHIFT}
+        for name in ("train_seed_offset", "demo_seed_offset"):
+            start = getattr(self, name)
+            for split, seed in held_out.items():
+                _check(
+                    abs(start - seed) >= SEED_GAP,
+                    f"task.{name}",
+                    f"{start:,} is within {SEED_GAP:,} of the {split} seeds (from {seed:,}); "
+                    "keep training and held-out seeds apart",
+                )
 
     def _check_reward(self) -> None:
         """Build the reward spec and its stages once, so a bad term, weight, stage or custom
@@ -380,7 +396,7 @@ class AppsConfig:
     eval_suite: str = "toggles"
     """Held-out tasks (``toggles``: the held-out half of the generated suites)."""
     train_seeds: int = 3
-    """Toggle suites: phone-state seeds per single-toggle training task."""
+    """Toggle suites: phone-state seeds per single-toggle training task (at most 100)."""
     heldout_seeds: int = 2
     """Toggle suites: unseen phone-state seeds per single-toggle held-out task."""
     keep_images: int = 1
@@ -403,7 +419,9 @@ class AppsConfig:
         for name in ("screen_width", "screen_height"):
             v = getattr(self, name)
             _check(v == 0 or 32 <= v <= 4096, f"apps.{name}", "must be 0 or in [32, 4096]")
-        _check(self.train_seeds >= 1, "apps.train_seeds", "must be >= 1")
+        _check(  # toggle suites: training seeds 100 x 100 and up are the held-out seeds
+            1 <= self.train_seeds <= 100, "apps.train_seeds", "must be in [1, 100]"
+        )
         _check(self.heldout_seeds >= 0, "apps.heldout_seeds", "must be >= 0")
         unknown = set(self.reward) - {"success", "invalid_action"}
         _check(

@@ -26,6 +26,7 @@ def grpo_advantages(
     scale_by_std: bool = True,
     std_level: StdLevel = "group",
     eps: float = 1e-6,
+    min_std: float = 1e-5,
 ) -> torch.Tensor:
     """GRPO advantages: (r - mean_group) / (std + eps), the std taken per group or per batch.
 
@@ -37,8 +38,12 @@ def grpo_advantages(
             values by the std of the valid rewards over the whole batch (group mean, batch std);
             "none" centres only.
         eps: added to the std; a zero denominator gives advantage 0.
+        min_std: a spread (group or batch std) below this is float noise, not signal (e.g.
+            KL-in-reward at a policy equal to its reference gives rewards ~1e-8 apart, which
+            dividing by std would blow up to advantages of order 1): those advantages are 0.
     Returns:
-        [N] advantages; 0 for invalid rewards and for groups whose rewards are all equal.
+        [N] advantages; 0 for invalid rewards and for groups whose rewards are all equal (or
+        closer than ``min_std``).
     """
     if std_level not in ("group", "batch", "none"):
         raise ValueError(f"std_level must be 'group', 'batch' or 'none', got {std_level!r}")
@@ -48,11 +53,12 @@ def grpo_advantages(
     if not scale_by_std or std_level == "none":
         return centred
     if std_level == "group":
-        denom = stats.std[stats.inverse] + eps  # [N]
+        std = stats.std[stats.inverse]  # [N]
     else:
         batch = group_stats(r, torch.zeros_like(r, dtype=torch.long))  # the batch as one group
-        denom = (batch.std + eps).expand_as(centred)  # [N]
-    return safe_divide(centred, denom)
+        std = batch.std.expand_as(centred)  # [N]
+    out = safe_divide(centred, std + eps)
+    return torch.where(std < min_std, torch.zeros_like(out), out)
 
 
 def dr_grpo_advantages(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:

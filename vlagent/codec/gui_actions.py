@@ -204,6 +204,9 @@ class GuiActionCodec:
             else self._render_androidworld(parsed, frame)
         )
         text = json.dumps(obj, separators=(",", ":"))
+        # <, > and ` occur only inside JSON strings: escaped, typed text such as "</answer>" or
+        # "```" cannot close the answer block or open a fence when the text is parsed back
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("`", "\\u0060")
         return f"<answer>{text}</answer>" if self.wrap_answer else text
 
     def _render_json(self, action: BaseAction, frame: Frame) -> dict[str, Any]:

@@ -62,7 +62,15 @@ def toggle_suites(
 
     Returns:
         ``(train, heldout)`` mappings for :func:`gui.apps.suite.parse_suite`.
+
+    Raises:
+        ValueError: ``train_seeds`` over 100 (training seeds would reach the held-out ones).
     """
+    if train_seeds > _HELDOUT_SEED_BASE // 100:
+        raise ValueError(
+            f"train_seeds={train_seeds}: at most {_HELDOUT_SEED_BASE // 100}, else training "
+            f"phone seeds reach the held-out ones (from {_HELDOUT_SEED_BASE:,})"
+        )
     singles = [{k: v} for k in TOGGLE_KEYS for v in (True, False)]
     pairs = _pairs()
     train, heldout = [], []

@@ -25,9 +25,10 @@ from vlagent.codec import Answer, GroundingCodec
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache, set_pixel_budget
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
+from vlagent.world_config import VAL_SEED_SHIFT
 from vlagent.worlds.base import Split, World
 
-_VAL_OFFSET = 20_000_000  # val seeds sit this far above the test seeds
+_VAL_OFFSET = VAL_SEED_SHIFT  # val seeds sit this far above the test seeds
 log = logging.getLogger(__name__)
 
 

@@ -176,17 +176,24 @@ def test_reinforce_pp_hand_computed():
 
 
 def test_compute_advantages_dispatches():
+    """Each name reaches its estimator: checked against the loop references, not against the
+    functions the dispatcher calls."""
     rewards, groups = next(random_batches(5, count=1))
-    pairs = [
-        (compute_advantages("grpo", rewards, groups, std_level="batch"),
-         grpo_advantages(rewards, groups, std_level="batch")),
-        (compute_advantages("dr_grpo", rewards, groups), dr_grpo_advantages(rewards, groups)),
-        (compute_advantages("rloo", rewards, groups), rloo_advantages(rewards, groups)),
-        (compute_advantages("reinforce_pp", rewards, groups, group_baseline=True),
-         reinforce_pp_advantages(rewards, groups, group_baseline=True)),
-    ]  # fmt: skip
-    for got, want in pairs:
-        assert torch.equal(got, want)
+    r, g = rewards.tolist(), groups.tolist()
+    cases = [
+        (("grpo", {"std_level": "batch"}), ref_grpo(r, g, True, "batch")),
+        (("grpo", {}), ref_grpo(r, g)),
+        (("dr_grpo", {}), ref_grpo(r, g, scale=False)),
+        (("rloo", {}), ref_rloo(r, g)),
+        (("reinforce_pp", {"group_baseline": True}), ref_reinforce_pp(r, g, True)),
+        (("reinforce_pp", {}), ref_reinforce_pp(r, g, False)),
+    ]
+    for (kind, opts), want in cases:
+        got = compute_advantages(kind, rewards, groups, **opts)
+        assert got.tolist() == pytest.approx(want, abs=1e-5), (kind, opts)
+    # the estimators differ on this batch, so a dispatch to the wrong one cannot pass
+    wants = [tuple(round(x, 4) for x in want) for _, want in cases]
+    assert len(set(wants)) == len(wants)
     with pytest.raises(ValueError, match="unknown"):
         compute_advantages("ppo", rewards, groups)
 
@@ -205,3 +212,19 @@ def test_constant_float_groups_get_exact_zeros(value, size):
     assert reinforce_pp_advantages(rewards[:size]).tolist() == zeros
     step = gigpo_advantages(rewards, torch.arange(size + 2), groups, ["s"] * (size + 2)).step
     assert step[:size].tolist() == zeros
+
+
+def test_grpo_treats_float_noise_spread_as_no_signal():
+    """Rewards 1e-8 apart (KL-in-reward with the policy equal to its reference) must not be
+    blown up by the std division into advantages of order 1; a real spread still is."""
+    from vlagent.algos.advantages import grpo_advantages
+
+    noise = torch.tensor(
+        [1.0, 1.0 + 1e-8, 1.0 - 1e-8, 1.0, 0.0, 1.0, 0.0, 1.0], dtype=torch.float64
+    )
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    adv = grpo_advantages(noise, groups)
+    assert torch.equal(adv[:4], torch.zeros(4, dtype=adv.dtype))
+    assert torch.allclose(adv[4:], torch.tensor([-1.0, 1.0, -1.0, 1.0], dtype=adv.dtype), atol=1e-5)
+    batch = grpo_advantages(noise[:4], groups[:4], std_level="batch")
+    assert torch.equal(batch, torch.zeros(4, dtype=batch.dtype))

@@ -43,9 +43,12 @@ def test_estimators_match_reference(kind):
 
 
 def test_penalty_dispatches_to_the_estimator_and_unknown_kind_raises():
-    lp, ref = -torch.rand(3, 4), -torch.rand(3, 4)
-    for kind, fn in (("k1", kl_k1), ("k2", kl_k2), ("k3", kl_k3)):
-        assert torch.equal(kl_penalty(lp, ref, kind), fn(lp, ref))
+    # d = logp - ref = ln 2 - 0: k1 = ln 2, k2 = (ln 2)^2 / 2, k3 = 1/2 + ln 2 - 1 = ln 2 - .5
+    lp, ref = torch.full((2, 3), LN2), torch.zeros(2, 3)
+    want = {"k1": LN2, "k2": 0.5 * LN2**2, "k3": LN2 - 0.5}
+    for kind, value in want.items():
+        got = kl_penalty(lp, ref, kind)
+        assert got.shape == (2, 3) and got.flatten().tolist() == pytest.approx([value] * 6)
     with pytest.raises(ValueError, match="unknown"):
         kl_penalty(lp, ref, "k4")
 

@@ -221,9 +221,13 @@ def test_loss_errors_and_dispatch():
         gspo_loss(logp, old, adv[:, None].expand_as(logp), mask)
     with pytest.raises(ValueError, match="unknown"):
         policy_loss("trpo", logp, old, adv, mask)
+    # dispatch by name, checked against the loop references (GSPO's own default clip range)
     a, _ = policy_loss("gspo", logp, old, adv, mask, clip_eps_high=0.01)
-    b, _ = gspo_loss(logp, old, adv, mask, clip_eps_high=0.01)
-    assert a.item() == b.item()
+    want = ref_gspo(logp, old, adv, mask, 3e-4, 0.01, None, "seq_mean_token_mean", None)
+    assert a.item() == pytest.approx(want.item(), rel=1e-5)
     a, _ = policy_loss("ppo_clip", logp, old, adv, mask, ref_logp=ref, kl_coef=0.1)
-    b, _ = ppo_loss(logp, old, adv, mask, ref_logp=ref, kl_coef=0.1)
-    assert a.item() == b.item()
+    want = ref_ppo(logp, old, adv, mask, 0.2, 0.2, None, "token_mean", None, ref, 0.1, "k3")
+    assert a.item() == pytest.approx(want.item(), rel=1e-5)
+    assert want.item() != pytest.approx(
+        ref_gspo(logp, old, adv, mask, 0.2, 0.2, None, "token_mean", None).item(), rel=1e-3
+    )  # the two losses differ here: a swapped dispatch cannot pass

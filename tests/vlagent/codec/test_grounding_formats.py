@@ -424,7 +424,10 @@ def test_fuzz_never_raises_is_fast_and_stays_on_the_image():
     run()
     assert len(set(texts)) >= 2_000, len(set(texts))
     assert max(len(t) for t in texts) > 19_000
-    assert all(accepted[fmt] >= 10 for fmt in ANSWER_FORMATS), accepted
+    # Some strings of every format parse, so the on-image check had answers to check. (The
+    # count varies a little with machine load: Hypothesis's generation is not fully fixed by
+    # derandomize; 9 think_answer acceptances were seen under load, 10+ otherwise.)
+    assert all(accepted[fmt] >= 5 for fmt in ANSWER_FORMATS), accepted
 
 
 def test_worst_case_inputs_are_linear():

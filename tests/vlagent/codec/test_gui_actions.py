@@ -7,15 +7,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gui.actions import (
+    ACTION_TYPES,
     Answer,
     Click,
     Done,
+    DoubleClick,
+    Drag,
     Fail,
+    Hotkey,
     InvalidAction,
     Key,
     LongPress,
     OpenApp,
+    RightClick,
     Scroll,
+    Swipe,
     Type,
     Wait,
     parse_action,
@@ -92,32 +98,99 @@ def test_index_uses_the_element_list():
     assert "outside" in K.parse(text.replace("1}", "7}"), FRAME, boxes).reason
 
 
-@pytest.mark.parametrize(
-    "action",
-    [
-        Click(point=(0.5, 0.17)),
-        LongPress(point=(0.1, 0.9)),
-        Scroll(point=(0.5, 0.5), direction="left"),
-        Type(text="Ana Lima", point=(0.3, 0.2)),
-        Key(key="back"),
-        OpenApp(name="Settings"),
-        Done(),
-        Answer(text="7:30"),
-        Wait(),
-    ],
+# ---- render -> parse round trip: whole actions, every field, every type -------------------------
+
+_P = st.tuples(st.floats(0, 1), st.floats(0, 1))
+# text that must survive: arbitrary Unicode, plus the markers the parser looks for
+_MARKERS = ["</answer>", "<answer>", "```", "```json", "<think>", "</think>", '"}', "\\", "\n"]
+_TEXT = st.one_of(
+    st.text(min_size=1, max_size=30),
+    st.lists(st.one_of(st.sampled_from(_MARKERS), st.text(max_size=4)), min_size=1, max_size=5)
+    .map("".join)
+    .filter(bool),
 )
+_AW_KEYS = ["back", "home", "enter"]
+ACTIONS: dict[str, st.SearchStrategy] = {
+    "click": st.builds(Click, point=_P),
+    "double_click": st.builds(DoubleClick, point=_P),
+    "right_click": st.builds(RightClick, point=_P),
+    "long_press": st.builds(LongPress, point=_P),
+    "drag": st.builds(Drag, start=_P, end=_P),
+    "swipe": st.builds(Swipe, start=_P, end=_P),
+    "scroll": st.builds(
+        Scroll, point=_P, direction=st.sampled_from(["up", "down", "left", "right"])
+    ),
+    "type": st.builds(Type, text=_TEXT, point=st.none() | _P),
+    "key": st.builds(Key, key=st.sampled_from(_AW_KEYS) | st.text(min_size=1, max_size=32)),
+    "hotkey": st.builds(
+        Hotkey, keys=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=4).map(tuple)
+    ),
+    "open_app": st.builds(
+        OpenApp, name=st.text(min_size=1, max_size=64) | st.sampled_from(_MARKERS)
+    ),
+    "wait": st.builds(Wait, seconds=st.floats(0.001, 60)),
+    "answer": st.builds(Answer, text=_TEXT),
+    "done": st.just(Done()),
+    "fail": st.builds(Fail, reason=st.text(max_size=40)),
+}
+_POINTS = ("point", "start", "end")
+
+
+def test_every_action_type_has_a_strategy():
+    assert set(ACTIONS) == set(ACTION_TYPES)
+
+
+def androidworld_form(action):
+    """What the AndroidWorld style can say of ``action`` (None: it has no form there).
+
+    AndroidWorld has one press-and-hold (right_click becomes long_press), no wait length (the
+    default), one failure status (``infeasible``) and three named keys."""
+    match action:
+        case Drag() | Swipe() | Hotkey():
+            return None
+        case Key(key=k) if k not in _AW_KEYS:
+            return None
+        case RightClick(point=p):
+            return LongPress(point=p)
+        case Wait():
+            return Wait()
+        case Fail():
+            return Fail(reason="infeasible")
+    return action
+
+
+def assert_same_action(got, want, tol):
+    """Equal type and every field equal; points within ``tol`` (the coordinate grid)."""
+    assert type(got) is type(want), (got, want)
+    assert set(type(got).model_fields) == set(type(want).model_fields)
+    for name in type(want).model_fields:
+        a, b = getattr(got, name), getattr(want, name)
+        if name in _POINTS and b is not None:
+            assert a is not None and len(a) == 2, (name, got, want)
+            assert all(abs(x - y) <= tol for x, y in zip(a, b, strict=True)), (name, got, want)
+        else:
+            assert a == b, (name, got, want)
+
+
+@pytest.mark.parametrize("kind", sorted(ACTIONS))
 @pytest.mark.parametrize("style", ["json", "androidworld"])
-@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
-def test_render_parse_round_trip(action, style, family):
-    codec = GuiActionCodec.for_family(family, style=style, wrap_answer=style == "json")
-    back = codec.parse(codec.render(action, FRAME), FRAME)
-    assert back.type == action.type
-    for key in ("point",):
-        if getattr(action, key, None) is not None:
-            tol = 1e-3 if codec.space is CoordSpace.K1000 else 1 / 280
-            assert all(
-                abs(a - b) <= tol for a, b in zip(getattr(back, key), action.point, strict=True)
-            )
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_render_parse_round_trip_keeps_every_field(kind, style, data):
+    action = data.draw(ACTIONS[kind], label="action")
+    family = data.draw(st.sampled_from(["qwen2_vl", "qwen2_5_vl", "qwen3_vl"]), label="family")
+    wrap = data.draw(st.booleans(), label="wrap_answer")
+    codec = GuiActionCodec.for_family(family, style=style, wrap_answer=wrap)
+    want = action if style == "json" else androidworld_form(action)
+    if want is None:
+        with pytest.raises(ValueError, match="no AndroidWorld form"):
+            codec.render(action, FRAME)
+        return
+    text = codec.render(action, FRAME)
+    back = codec.parse(text, FRAME)
+    # a number's grid: 1/1000 (k1000, clamped to 999), or one pixel of the 280 x 504 image
+    tol = 1e-3 + 1e-9 if codec.space is CoordSpace.K1000 else 1 / 280
+    assert_same_action(back, want, tol)
 
 
 def test_render_rejects_invalid_and_unmapped():

@@ -141,7 +141,9 @@ def test_entropy_is_the_mean_over_the_loss_mask(tiny_dir):
 
 
 def test_gradient_checkpointing_same_loss_and_gradients(tiny_dir):
-    """Checkpointed forward (full path, no KV cache) = plain forward: same loss, same grads."""
+    """Checkpointed forward (full path, no KV cache) = plain forward: same loss and gradients,
+    before and after an update (two SGD steps on one batch: the second loss and gradients are
+    those of the updated weights), and the same weights at the end."""
     _, rows = _rollout(load_policy(tiny_dir))
     cfg = load_config(None, [*SMALL, "grpo.max_grad_norm=0"])
     out = []
@@ -150,21 +152,36 @@ def test_gradient_checkpointing_same_loss_and_gradients(tiny_dir):
         if ckpt:
             policy.model.activation_checkpointing_enable()
         g = dataclasses.replace(cfg.grpo, gradient_checkpointing=ckpt)
-        opt = torch.optim.SGD(policy.model.parameters(), lr=0.0)
-        stats = policy_update(policy, UpdateBatch(rows, rows.old_logp, rows.mask), g, opt, None, 0)
+        opt = torch.optim.SGD(policy.model.parameters(), lr=1e-2)
+        batch = UpdateBatch(rows, rows.old_logp, rows.mask)
+        losses = [policy_update(policy, batch, g, opt, None, 0)["loss"] for _ in range(2)]
         engaged = any(getattr(m, "gradient_checkpointing", False) for m in policy.model.modules())
         assert engaged == ckpt
-        out.append((stats["loss"], _grads(policy)))
-    (loss_a, ga), (loss_b, gb) = out
+        weights = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
+        out.append((losses, _grads(policy), weights))
+    (loss_a, ga, wa), (loss_b, gb, wb) = out
+    assert abs(loss_a[1] - loss_a[0]) > 1e-4  # the first step moved the weights
     assert loss_a == pytest.approx(loss_b, abs=1e-6)
     assert len(ga) > 0 and ga.keys() == gb.keys()
-    for name in ga:
+    for name in ga:  # gradients of the second step, at the updated weights
         assert torch.allclose(ga[name], gb[name], atol=1e-6, rtol=1e-4), name
+    for name in wa:
+        assert torch.allclose(wa[name], wb[name], atol=1e-6), name
 
 
-def test_kl_in_reward_lowers_each_episode_reward_by_beta_kl(tiny_dir, monkeypatch):
+KL_ESTIMATES = {  # d = log pi_old - log pi_ref per token (docs/ALGORITHMS.md)
+    "k1": lambda d: d,
+    "k2": lambda d: 0.5 * d * d,
+    "k3": lambda d: torch.exp(-d) + d - 1,
+}
+
+
+@pytest.mark.parametrize("estimator", list(KL_ESTIMATES))
+def test_kl_in_reward_lowers_each_episode_reward_by_beta_kl(tiny_dir, monkeypatch, estimator):
     """With β > 0 and kl_in_reward, the rewards credit sees are the env rewards minus
-    β · Σ_t k3(π_old, π_ref) of each episode (computed here from the reference's log-probs)."""
+    β · Σ_t k(π_old, π_ref) of each episode (computed here from the reference's log-probs),
+    with the configured estimator. A masked and a crashed episode come first, so row r is not
+    episode r: each row's KL must reach its own episode."""
     import vlagent.train.grpo as grpo
     from vlagent.train.common import Timer
     from vlagent.train.credit import episode_rewards
@@ -177,9 +194,19 @@ def test_kl_in_reward_lowers_each_episode_reward_by_beta_kl(tiny_dir, monkeypatc
             p.add_(0.05 * torch.randn(p.shape, generator=gen))
     beta = 0.5
     cfg = load_config(
-        None, [*SMALL, f"grpo.kl_coef={beta}", "grpo.kl_in_reward=true", "grpo.kl_estimator=k3"]
+        None,
+        [
+            *SMALL,
+            f"grpo.kl_coef={beta}",
+            "grpo.kl_in_reward=true",
+            f"grpo.kl_estimator={estimator}",
+        ],
     )
-    trajs, rows = _rollout(policy)
+    trajs, _ = _rollout(policy)
+    trajs[0].mask_out()
+    trajs[1].error, trajs[1].status = "step 0: RuntimeError: device gone", "error"
+    valid = [i for i, t in enumerate(trajs) if not t.masked and t.error is None]
+    rows = build_rows(trajs, None, policy.tokenizer.pad_token_id)  # one row per valid episode
     env_rewards = episode_rewards(trajs)
     seen = []
     real = grpo.turn_advantages
@@ -200,13 +227,14 @@ def test_kl_in_reward_lowers_each_episode_reward_by_beta_kl(tiny_dir, monkeypatc
             temperature=cfg.grpo.temperature,
             forbidden=forbidden_token_ids(policy.tokenizer),
         )
-    d = (ref - rows.old_logp) * rows.mask
-    kl = ((torch.exp(d) - d - 1) * rows.mask).sum(dim=1)  # [rows] = [episodes] here
-    kl_episode = torch.zeros(len(trajs)).index_add(0, rows.traj_index, kl)
-    assert (kl_episode > 1e-3).all()
-    assert (folded < env_rewards).all()
-    assert torch.allclose(folded, env_rewards - beta * kl_episode, atol=1e-4, rtol=1e-4)
-    assert out["kl_in_reward"] == pytest.approx(beta * float(kl_episode.mean()), rel=1e-4)
+    d = (rows.old_logp - ref) * rows.mask
+    kl = (KL_ESTIMATES[estimator](d) * rows.mask).sum(dim=1)  # [valid episodes]
+    want = env_rewards.clone()
+    want[valid] -= beta * kl
+    assert (kl.abs() > 1e-3).all()
+    assert torch.isnan(folded[:2]).all() and torch.isnan(env_rewards[:2]).all()
+    assert torch.allclose(folded[valid], want[valid], atol=1e-4, rtol=1e-4)
+    assert out["kl_in_reward"] == pytest.approx(beta * float(kl.mean()), rel=1e-4)
     assert "kl" not in out  # the KL is in the reward, not in the loss
     assert out["adv_abs_mean"] > 0  # equal env rewards, yet the KL made advantages
 
@@ -263,25 +291,62 @@ def test_kl_zero_loads_no_reference(tmp_path, tiny_dir, monkeypatch):
     assert trained and all("kl" in r for r in trained)
 
 
-def test_kl_in_reward_changes_rewards_not_loss_terms(tmp_path, tiny_dir):
-    _run(
-        tmp_path,
-        tiny_dir,
-        "klr",
-        ["grpo.kl_coef=0.5", "grpo.kl_in_reward=true", "grpo.kl_estimator=k1"],
-    )
+def test_kl_in_reward_changes_rewards_not_loss_terms(tmp_path, sft_dir, monkeypatch):
+    """A run with ``grpo.kl_in_reward=true``: credit sees the env rewards minus β·KL to the
+    starting policy (≈ 0 at step 1, where the policy is the reference; then > 0 for every
+    episode with k3), the logged ``kl_in_reward`` is that penalty's mean, and no KL term
+    enters the loss."""
+    import vlagent.train.grpo as grpo
+    from vlagent.train.credit import episode_rewards
+
+    seen = []
+    real = grpo.turn_advantages
+
+    def spy(trajs, g, rewards=None):
+        seen.append((episode_rewards(trajs), rewards.clone()))
+        return real(trajs, g, rewards)
+
+    monkeypatch.setattr(grpo, "turn_advantages", spy)
+    beta = 2.0
+    extra = [f"grpo.kl_coef={beta}", "grpo.kl_in_reward=true", "grpo.kl_estimator=k3"]
+    _run(tmp_path, sft_dir, "klr", [*extra, "grpo.lr=1e-3"], steps=2)
     rows = read_metrics(tmp_path / "klr" / "metrics.jsonl", "grpo")
-    assert rows and all("kl" not in r for r in rows)
-    assert all("kl_in_reward" in r for r in rows)
+    assert len(rows) == len(seen) == 2
+    assert all("kl" not in r for r in rows)  # nothing in the loss
+    (env1, folded1), (env2, folded2) = seen
+    assert torch.isfinite(env1).all() and torch.isfinite(env2).all()
+    assert torch.allclose(folded1, env1, atol=1e-4)  # step 1: the policy is the reference
+    assert (folded2 < env2 - 1e-4).all()  # step 2: every episode pays for the drift
+    for r, (env, folded) in zip(rows, seen, strict=True):
+        assert r["kl_in_reward"] == pytest.approx(float((env - folded).mean()), abs=1e-6)
+    assert rows[1]["kl_in_reward"] > 1e-4
 
 
-def test_gradient_checkpointing_same_loss_in_a_run(tmp_path, tiny_dir):
-    _run(tmp_path, tiny_dir, "plain", [], steps=1)
-    _run(tmp_path, tiny_dir, "ckpt", ["grpo.gradient_checkpointing=true"], steps=1)
-    a = read_metrics(tmp_path / "plain" / "metrics.jsonl")[0]
-    b = read_metrics(tmp_path / "ckpt" / "metrics.jsonl")[0]
-    assert a["loss"] == pytest.approx(b["loss"], abs=1e-6)
-    assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)
+def test_gradient_checkpointing_same_loss_in_a_run(tmp_path, sft_dir):
+    """Two steps from the SFT model (rewards vary, so step 1 moves the weights): step 2's
+    rollouts, loss and gradient norm come from the updated weights, and the final weights are
+    the same with and without checkpointing."""
+    _, plain = _run(tmp_path, sft_dir, "plain", ["grpo.lr=1e-3"], steps=2)
+    _, ckpt = _run(
+        tmp_path, sft_dir, "ckpt", ["grpo.lr=1e-3", "grpo.gradient_checkpointing=true"], steps=2
+    )
+    a = read_metrics(tmp_path / "plain" / "metrics.jsonl", "grpo")
+    b = read_metrics(tmp_path / "ckpt" / "metrics.jsonl", "grpo")
+    assert [r["step"] for r in a] == [r["step"] for r in b] == [1, 2]
+    assert a[0]["adv_abs_mean"] > 0  # step 1 had a signal: step 2 runs on updated weights
+    for ra, rb in zip(a, b, strict=True):
+        assert ra["reward/mean"] == pytest.approx(rb["reward/mean"], abs=1e-6)
+        assert ra["loss"] == pytest.approx(rb["loss"], abs=1e-5)
+        assert ra["grad_norm"] == pytest.approx(rb["grad_norm"], rel=1e-4)
+    start = load_policy(sft_dir).model.state_dict()
+    wa = load_policy(plain.final_dir).model.state_dict()
+    wb = load_policy(ckpt.final_dir).model.state_dict()
+    # AdamW's first steps move each weight by about lr whatever its gradient's size, so a few
+    # weights with near-zero gradients differ by float noise; compare each tensor on average
+    for k in start:
+        step = float((wa[k] - start[k]).abs().mean())
+        assert step > 1e-4, k  # every tensor moved (no weight decay: only gradients move it)
+        assert float((wa[k] - wb[k]).abs().mean()) < 0.01 * step, k
 
 
 def test_lora_trains_adapters_only_and_final_is_a_normal_checkpoint(tmp_path, sft_dir):
