@@ -190,8 +190,8 @@ def _load(body: str) -> Any:
             with warnings.catch_warnings():  # "invalid escape sequence" in model text
                 warnings.simplefilter("ignore")
                 return ast.literal_eval(body)
-        except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-            pass  # not a literal either: the JSON error below says what was expected
+        except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+            error += f" nor a Python literal ({type(exc).__name__})"
     raise ValueError(error)
 
 
