@@ -43,8 +43,9 @@ if ! "$VENV/bin/python" -c "import torch, torchvision" 2>/dev/null; then
 fi
 
 # dev = test tools; android = android-env, whose fake simulator the test suite drives;
-# data = datasets + pyarrow (Parquet and `datasets` folders); track = wandb (offline in tests).
-EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track}
+# data = datasets + pyarrow (Parquet and `datasets` folders); track = wandb (offline in tests);
+# robot = mujoco (sim/robot scenes; offscreen rendering via MUJOCO_GL=egl, or osmesa).
+EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot}
 if ! "$VENV/bin/python" -c "import vlagent, pytest, hypothesis" 2>/dev/null \
    || [ pyproject.toml -nt "$VENV/.vlagent-installed" ]; then
   echo "[setup] installing vlagent (editable) with extras [$EXTRAS]"

@@ -1,0 +1,236 @@
+"""``RobotScene``: a seeded table-top pick-and-place scene with a mocap suction gripper.
+
+Coordinates: world frame in metres, z up, table top at z = 0, origin at the table centre.
+Actions: ``(dx, dy, dz, gripper)``, each in [-1, 1] (values outside are clipped);
+``dx, dy, dz`` scale to at most ``max_step`` metres per call, the end effector is clipped to
+``WORKSPACE_LO``..``WORKSPACE_HI``; ``gripper > 0`` means closed, ``<= 0`` open. Closing (the
+open -> closed transition) while a cube's centre is within the grasp region of the end
+effector activates that cube's equality weld to the gripper; opening deactivates it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sim.robot.errors import RobotActionError, RobotSceneError  # noqa: E402
+from sim.robot.mjcf import CUBE_HALF, CUBE_RGBA, ZONE_HALF, ZONE_RGBA, scene_xml  # noqa: E402
+from sim.robot.render import OffscreenRenderer  # noqa: E402
+
+CUBES: tuple[str, ...] = tuple(CUBE_RGBA)
+ZONES: tuple[str, ...] = tuple(ZONE_RGBA)
+CAMERAS: tuple[str, ...] = ("front", "top")
+WORKSPACE_LO = np.array([-0.25, -0.25, CUBE_HALF])
+WORKSPACE_HI = np.array([0.25, 0.25, 0.30])
+PLACE_LO, PLACE_HI = -0.2, 0.2  # xy range of seeded cube and zone centres, m
+GRASP_XY, GRASP_Z = 0.025, 0.035  # grasp region half extents around the end effector, m
+EE_HOME = np.array([0.0, 0.0, 0.15])
+_STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # time, qpos, qvel, act, warmstart, mocap, eq
+
+
+@dataclass(frozen=True)
+class SceneSnapshot:
+    """Everything that determines the future: MuJoCo integration state, weld data, gripper."""
+
+    state: np.ndarray  # mj_getState(..., mjSTATE_INTEGRATION), float64 (n,)
+    eq_data: np.ndarray  # model.eq_data, (n_eq, mjNEQDATA): weld relposes set at grasp time
+    closed: bool
+    held: int  # index into CUBES, -1 when nothing is held
+
+
+class RobotScene:
+    """Table, mocap gripper, cubes ``CUBES`` and target zones ``ZONES``; see module docstring."""
+
+    def __init__(self, max_step: float = 0.02, substeps: int = 20) -> None:
+        if not max_step > 0 or not isinstance(substeps, int) or substeps < 1:
+            raise RobotSceneError(
+                f"need max_step > 0 and substeps >= 1, got {max_step}, {substeps}"
+            )
+        self.model = mujoco.MjModel.from_xml_string(scene_xml())
+        self.data = mujoco.MjData(self.model)
+        self.max_step = float(max_step)
+        self.substeps = substeps
+        m = self.model
+        self._mocap = {
+            name: int(m.body_mocapid[m.body(name).id])
+            for name in ("gripper", *(f"zone_{z}" for z in ZONES))
+        }
+        self._qadr = [int(m.jnt_qposadr[m.joint(f"cube_{c}").id]) for c in CUBES]
+        self._dadr = [int(m.jnt_dofadr[m.joint(f"cube_{c}").id]) for c in CUBES]
+        self._eq = [m.equality(f"grasp_{c}").id for c in CUBES]
+        self._eq_data0 = m.eq_data.copy()
+        self._gripper_body = m.body("gripper").id
+        self._cube_body = [m.body(f"cube_{c}").id for c in CUBES]
+        self._state_size = mujoco.mj_stateSize(m, _STATE_SPEC)
+        self._renderer: OffscreenRenderer | None = None
+        self.closed = False
+        self.held = -1
+        self.reset(0)
+
+    # ----------------------------------------------------------------------------- reset
+    def reset(self, seed: int) -> None:
+        """Place zones and cubes at seeded, non-overlapping xy positions; same seed, same state."""
+        rng = np.random.default_rng(seed)
+        m, d = self.model, self.data
+        mujoco.mj_resetData(m, d)
+        m.eq_data[:] = self._eq_data0
+        d.eq_active[:] = 0
+        self.closed, self.held = False, -1
+        zones: list[np.ndarray] = []
+        for _ in ZONES:
+            zones.append(_sample(rng, zones, 2 * ZONE_HALF + 0.03, [], 0.0))
+        cubes: list[np.ndarray] = []
+        for _ in CUBES:
+            cubes.append(_sample(rng, cubes, 4 * CUBE_HALF, zones, ZONE_HALF + 2 * CUBE_HALF))
+        for name, xy in zip(ZONES, zones, strict=True):
+            d.mocap_pos[self._mocap[f"zone_{name}"]] = [xy[0], xy[1], 0.0005]
+        for i, xy in enumerate(cubes):
+            yaw = rng.uniform(0.0, np.pi / 2)
+            a = self._qadr[i]
+            d.qpos[a : a + 3] = [xy[0], xy[1], CUBE_HALF]
+            d.qpos[a + 3 : a + 7] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
+        d.mocap_pos[self._mocap["gripper"]] = EE_HOME
+        mujoco.mj_forward(m, d)
+
+    # ---------------------------------------------------------------------------- acting
+    def apply(self, action: Sequence[float] | np.ndarray) -> None:
+        """Move the end effector by ``action[:3] * max_step`` (clipped), set the gripper, step."""
+        a = _check_action(action)
+        d = self.data
+        g = self._mocap["gripper"]
+        start = d.mocap_pos[g].copy()
+        target = np.clip(start + a[:3] * self.max_step, WORKSPACE_LO, WORKSPACE_HI)
+        closed = bool(a[3] > 0)
+        if closed and not self.closed:
+            self._grasp()
+        elif not closed and self.closed and self.held >= 0:
+            d.eq_active[self._eq[self.held]] = 0
+            self.held = -1
+        self.closed = closed
+        for k in range(self.substeps):
+            d.mocap_pos[g] = start + (target - start) * ((k + 1) / self.substeps)
+            mujoco.mj_step(self.model, d)
+
+    def _grasp(self) -> None:
+        """Weld the nearest cube inside the grasp region to the gripper, at its current pose."""
+        ee = self.ee_position()
+        best, best_dist = -1, np.inf
+        for i, pos in enumerate(self.cube_positions().values()):
+            off = pos - ee
+            inside = bool(np.all(np.abs(off[:2]) <= GRASP_XY)) and abs(off[2]) <= GRASP_Z
+            if inside and (dist := float(np.linalg.norm(off))) < best_dist:
+                best, best_dist = i, dist
+        if best < 0:
+            return
+        d, m = self.data, self.model
+        mujoco.mj_forward(m, d)  # xpos/xquat of the mocap body follow mocap_pos after forward
+        gp, gq = d.xpos[self._gripper_body], d.xquat[self._gripper_body]
+        cp, cq = d.xpos[self._cube_body[best]], d.xquat[self._cube_body[best]]
+        inv_gq = np.empty(4)
+        mujoco.mju_negQuat(inv_gq, gq)
+        rel_pos, rel_quat = np.empty(3), np.empty(4)
+        mujoco.mju_rotVecQuat(rel_pos, cp - gp, inv_gq)
+        mujoco.mju_mulQuat(rel_quat, inv_gq, cq)
+        eq = self._eq[best]
+        m.eq_data[eq, 0:3] = 0.0  # anchor at the gripper origin
+        m.eq_data[eq, 3:6] = rel_pos  # pose of body2 (cube) in body1 (gripper) frame
+        m.eq_data[eq, 6:10] = rel_quat
+        d.eq_active[eq] = 1
+        self.held = best
+
+    # ------------------------------------------------------------------------- snapshots
+    def snapshot(self) -> SceneSnapshot:
+        """Copy of the full simulation state (see :class:`SceneSnapshot`)."""
+        state = np.empty(self._state_size)
+        mujoco.mj_getState(self.model, self.data, state, _STATE_SPEC)
+        return SceneSnapshot(state, self.model.eq_data.copy(), self.closed, self.held)
+
+    def restore(self, snap: SceneSnapshot) -> None:
+        """Return to ``snap``; the same actions afterwards give bit-identical states."""
+        if not isinstance(snap, SceneSnapshot) or snap.state.shape != (self._state_size,):
+            raise RobotSceneError("restore() needs a SceneSnapshot taken from a RobotScene")
+        if snap.eq_data.shape != self.model.eq_data.shape:
+            raise RobotSceneError("snapshot eq_data shape does not match this scene")
+        mujoco.mj_setState(self.model, self.data, snap.state, _STATE_SPEC)
+        self.model.eq_data[:] = snap.eq_data
+        self.closed, self.held = snap.closed, snap.held
+        mujoco.mj_forward(self.model, self.data)
+
+    # ---------------------------------------------------------------------------- reading
+    def ee_position(self) -> np.ndarray:
+        """End-effector (gripper origin) position, world frame, m, shape (3,)."""
+        return self.data.mocap_pos[self._mocap["gripper"]].copy()
+
+    def cube_positions(self) -> dict[str, np.ndarray]:
+        """Cube centre positions, world frame, m: ``{name: (3,)}`` in ``CUBES`` order."""
+        return {c: self.data.qpos[a : a + 3].copy() for c, a in zip(CUBES, self._qadr, strict=True)}
+
+    def zone_positions(self) -> dict[str, np.ndarray]:
+        """Zone centre positions, world frame, m: ``{name: (3,)}`` in ``ZONES`` order."""
+        return {z: self.data.mocap_pos[self._mocap[f"zone_{z}"]].copy() for z in ZONES}
+
+    def in_zone(self, cube: str, zone: str) -> bool:
+        """True when ``cube`` rests on the table (not held) with its centre over ``zone``."""
+        if cube not in CUBES:
+            raise RobotSceneError(f"unknown cube {cube!r}; cubes are {list(CUBES)}")
+        if zone not in ZONES:
+            raise RobotSceneError(f"unknown zone {zone!r}; zones are {list(ZONES)}")
+        pos = self.cube_positions()[cube]
+        off = pos[:2] - self.zone_positions()[zone][:2]
+        resting = pos[2] <= CUBE_HALF + 0.01 and self.held != CUBES.index(cube)
+        return bool(np.all(np.abs(off) <= ZONE_HALF) and resting)
+
+    # -------------------------------------------------------------------------- rendering
+    def render(self, width: int = 224, height: int = 224, camera: str = "front") -> np.ndarray:
+        """RGB frame, uint8 (height, width, 3), from camera ``camera`` (one of ``CAMERAS``)."""
+        if camera not in CAMERAS:
+            raise RobotSceneError(f"unknown camera {camera!r}; cameras are {list(CAMERAS)}")
+        if self._renderer is None:
+            self._renderer = OffscreenRenderer(self.model)
+        return self._renderer.render(self.data, width, height, camera)
+
+    def close(self) -> None:
+        """Free GL contexts (the scene stays usable; a later render makes new ones)."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+
+def _check_action(action: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Validate and clip an action to a float64 (4,) array in [-1, 1]."""
+    try:
+        a = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise RobotActionError(f"action must be 4 numbers (dx, dy, dz, gripper): {exc}") from exc
+    if a.shape != (4,):
+        raise RobotActionError(
+            f"action must have exactly 4 values (dx, dy, dz, gripper), got shape {a.shape}"
+        )
+    bad = [i for i in range(4) if not np.isfinite(a[i])]
+    if bad:
+        names = ", ".join(f"{('dx', 'dy', 'dz', 'gripper')[i]}={a[i]}" for i in bad)
+        raise RobotActionError(f"action has non-finite values (NaN or inf): {names}")
+    return np.clip(a, -1.0, 1.0)
+
+
+def _sample(
+    rng: np.random.Generator,
+    same: list[np.ndarray],
+    min_sep: float,
+    avoid: list[np.ndarray],
+    avoid_sep: float,
+) -> np.ndarray:
+    """Draw an xy in the placement square at least ``min_sep`` (inf-norm) from ``same``."""
+    for _ in range(1000):
+        xy = rng.uniform(PLACE_LO, PLACE_HI, size=2)
+        if all(np.max(np.abs(xy - o)) >= min_sep for o in same) and all(
+            np.max(np.abs(xy - o)) >= avoid_sep for o in avoid
+        ):
+            return xy
+    raise RobotSceneError("could not place objects without overlap in 1000 draws")
