@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vlagent.eval.stats import wilson_interval
-from vlagent.rollout.runner import EpisodeSpec, run_episodes
+from vlagent.rollout.runner import EpisodeSpec
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.worlds.base import Split, World
 
@@ -109,12 +109,12 @@ def evaluate(
     adapter = world.adapter()
     trajs: list[Trajectory] = []
     for lo in range(0, len(specs), batch_size):
-        trajs += run_episodes(
+        trajs += world.episodes(
             policy,
-            adapter,
-            lambda: world.make_env(split),
+            split,
             specs[lo : lo + batch_size],
-            world.limits(max_new_tokens),
+            max_new_tokens,
+            adapter=adapter,
             greedy=temperature is None,
             temperature=1.0 if temperature is None else temperature,
             seed=seed + lo,

@@ -29,7 +29,7 @@ from vlagent.algos.kl import kl_in_reward
 from vlagent.algos.schedule import lr_lambda
 from vlagent.config import TrainConfig
 from vlagent.rollout.rows import build_rows, with_advantages
-from vlagent.rollout.runner import group_specs, run_episodes
+from vlagent.rollout.runner import group_specs
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import Timer, start_run
@@ -67,12 +67,11 @@ def rollout_group(
     """G sampled episodes of each task (group id = task position), all reset alike."""
     g = cfg.grpo
     specs = group_specs(task_ids, g.group_size, seeds=0)
-    return run_episodes(
+    return world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("train"),
+        "train",
         specs,
-        world.limits(g.max_new_tokens),
+        g.max_new_tokens,
         temperature=g.temperature,
         seed=seed,
         chunk_size=max(cfg.loop.batch_size, g.group_size),

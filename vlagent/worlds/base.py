@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vlagent.errors import ConfigError
-from vlagent.rollout.runner import Adapter, Demonstrator, Limits
+from vlagent.rollout.runner import Adapter, Demonstrator, EpisodeSpec, Limits, run_episodes
 from vlagent.rollout.trajectory import Trajectory
 
 Split = Literal["train", "demo", "val", "test"]
@@ -63,6 +63,30 @@ class World(abc.ABC):
             max_episode_tokens=loop.max_episode_tokens,
             over_limit=loop.over_limit,
             over_limit_penalty=loop.over_limit_penalty,
+        )
+
+    def episodes(
+        self,
+        policy: Any,
+        split: Split,
+        specs: Sequence[EpisodeSpec],
+        max_turn_tokens: int,
+        adapter: Adapter | None = None,
+        **kwargs: Any,
+    ) -> list[Trajectory]:
+        """Run ``specs`` on fresh envs of ``split`` with this world's adapter and limits.
+
+        ``kwargs`` go to ``run_episodes`` (temperature, greedy, seed, demonstrator, chunk_size,
+        shared_prefix, policy_version); pass ``adapter`` to reuse one (and its prompt cache)
+        across calls.
+        """
+        return run_episodes(
+            policy,
+            self.adapter() if adapter is None else adapter,
+            lambda: self.make_env(split),
+            list(specs),
+            self.limits(max_turn_tokens),
+            **kwargs,
         )
 
     def on_step(self, step: int) -> None:

@@ -230,7 +230,7 @@ def test_second_turn_logprobs_match_teacher_forcing(tiny_dir):
 
 def test_generation_is_seeded(tiny_dir):
     from vlagent.config import load_config
-    from vlagent.rollout.runner import group_specs, run_episodes
+    from vlagent.rollout.runner import group_specs
     from vlagent.worlds import make_world
 
     policy = load_policy(tiny_dir)
@@ -243,12 +243,11 @@ def test_generation_is_seeded(tiny_dir):
     world = make_world(load_config(None), policy)
 
     def episodes():
-        return run_episodes(
+        return world.episodes(
             policy,
-            world.adapter(),
-            lambda: world.make_env("train"),
+            "train",
             group_specs(world.task_ids("train", 0, 1), 4),
-            world.limits(8),
+            8,
             seed=5,
         )
 

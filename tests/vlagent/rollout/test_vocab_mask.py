@@ -21,7 +21,7 @@ from vlagent.batching import (
 from vlagent.config import load_config
 from vlagent.models.loading import load_policy
 from vlagent.rollout.rows import build_rows
-from vlagent.rollout.runner import group_specs, run_episodes
+from vlagent.rollout.runner import group_specs
 from vlagent.train.sft import demonstrations, sft_loss
 from vlagent.train.update import UpdateBatch, policy_update
 from vlagent.worlds import make_world
@@ -57,12 +57,11 @@ def _padded_policy(tiny_dir, scale: float = 50.0):
 def _rollout(policy, shared_prefix: bool):
     cfg = load_config(None, SMALL)
     world = make_world(cfg, policy)
-    trajs = run_episodes(
+    trajs = world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("train"),
+        "train",
         group_specs(world.task_ids("train", 0, 2), 4),
-        world.limits(8),
+        8,
         seed=0,
         temperature=1.0,
         shared_prefix=shared_prefix,

@@ -14,7 +14,7 @@ import yaml
 from vlagent.config import load_config
 from vlagent.errors import ConfigError
 from vlagent.models.loading import load_policy
-from vlagent.rollout.runner import group_specs, run_episodes
+from vlagent.rollout.runner import group_specs
 from vlagent.train.credit import turn_advantages
 from vlagent.train.grpo import run_grpo
 from vlagent.train.outputs import read_metrics
@@ -58,12 +58,11 @@ def user_rewards(tmp_path, monkeypatch):
 
 def _episodes(policy, cfg, seed=0):
     world = make_world(cfg, policy)
-    return run_episodes(
+    return world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("train"),
+        "train",
         group_specs(world.task_ids("train", 0, 4), 4),
-        world.limits(cfg.grpo.max_new_tokens),
+        cfg.grpo.max_new_tokens,
         seed=seed,
     )
 

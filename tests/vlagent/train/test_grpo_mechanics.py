@@ -14,7 +14,7 @@ from vlagent.config import load_config
 from vlagent.models.loading import load_policy
 from vlagent.rollout.forward import row_logprobs
 from vlagent.rollout.rows import build_rows
-from vlagent.rollout.runner import group_specs, run_episodes
+from vlagent.rollout.runner import group_specs
 from vlagent.train.grpo import run_grpo
 from vlagent.train.outputs import read_metrics
 from vlagent.train.update import UpdateBatch, policy_update, recompute_logprobs
@@ -36,12 +36,11 @@ def _rollout(policy, seed=0, max_new_tokens=12):
     """8 grounding episodes (2 screens x 4) and their rows with advantages ADV."""
     cfg = load_config(None, SMALL)
     world = make_world(cfg, policy)
-    trajs = run_episodes(
+    trajs = world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("train"),
+        "train",
         group_specs(world.task_ids("train", 2 * seed, 2), 4),
-        world.limits(max_new_tokens),
+        max_new_tokens,
         seed=seed,
     )
     return trajs, build_rows(trajs, [[a] for a in ADV], policy.tokenizer.pad_token_id)

@@ -12,7 +12,7 @@ import pytest
 from vlagent.codec import Answer
 from vlagent.config import load_config
 from vlagent.models.loading import load_policy
-from vlagent.rollout.runner import group_specs, run_episodes
+from vlagent.rollout.runner import group_specs
 from vlagent.train.outputs import read_metrics
 from vlagent.train.sft import demonstrations, run_sft
 from vlagent.worlds import make_world
@@ -65,12 +65,11 @@ def test_uitars_one_sft_step_then_rollout(tiny_dir, tmp_path):
     assert rows and all(math.isfinite(r["loss"]) and r["loss"] > 0 for r in rows)
     policy = load_policy(result.final_dir)
     world = make_world(cfg, policy)
-    trajs = run_episodes(
+    trajs = world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("val"),
+        "val",
         group_specs(world.task_ids("val", 0, 2), 2),
-        world.limits(24),
+        24,
         seed=0,
     )
     assert len(trajs) == 4

@@ -15,7 +15,7 @@ from vlagent.config import load_config
 from vlagent.errors import ConfigError
 from vlagent.models.loading import load_policy
 from vlagent.rollout.rows import build_rows
-from vlagent.rollout.runner import group_specs, run_episodes
+from vlagent.rollout.runner import group_specs
 from vlagent.train.common import Timer
 from vlagent.train.credit import episode_rewards, turn_advantages
 from vlagent.train.grpo import train_step
@@ -52,12 +52,11 @@ def test_multi_turn_grpo_step_changes_parameters(tiny_dir):
         ],
     )
     world = make_world(cfg, policy)
-    trajs = run_episodes(
+    trajs = world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("train"),
+        "train",
         group_specs(world.task_ids("train", 0, 2), 3),
-        world.limits(40),
+        40,
         seed=0,
         demonstrator=ZoomFirstInOddEpisodes(),
     )
