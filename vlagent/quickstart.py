@@ -4,7 +4,8 @@ Pipeline (one seed; ``--seeds`` repeats it and aggregates):
     1. build a tiny random Qwen-VL offline; evaluate it (held-out test screens) with baselines
     2. SFT on a small fixed set of demonstrations until validation accuracy plateaus
     3. GRPO from the SFT checkpoint on fresh screens scored only by the reward
-    4. continued SFT from the same checkpoint on the same demos for the same training time
+    4. continued SFT from the same checkpoint on the same demos, as many updates as GRPO made
+       with as many sequences per update (``control_sft_config``)
     5. evaluate every stage on the same held-out screens; print the table, save a plot,
        annotated samples and ``summary.json``
 
@@ -22,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from vlagent.config import TrainConfig
+from vlagent.config import GRPOConfig, SFTConfig, TrainConfig
 from vlagent.eval.evaluate import evaluate as evaluate_world
 from vlagent.io import atomic_write_json, atomic_write_text
 from vlagent.models.loading import load_policy
@@ -60,6 +61,24 @@ class _PeakRSS:
         except ImportError:  # not on every OS
             pass
         return self.peak
+
+
+def control_sft_config(sft: SFTConfig, grpo: GRPOConfig) -> SFTConfig:
+    """The continued-SFT control, matched to GRPO's step budget.
+
+    Same number of optimizer updates as GRPO (``grpo.steps``) and the same number of sequences
+    per update (``prompts_per_step × group_size``), so both arms see equally many training
+    sequences. No time cap and no early stop: the budget is steps, so the control does not
+    depend on machine load.
+    """
+    return dataclasses.replace(
+        sft,
+        steps=grpo.steps,
+        batch_size=grpo.prompts_per_step * grpo.group_size,
+        max_seconds=0,
+        stop_accuracy=0.0,
+        plateau_patience=0,
+    )
 
 
 def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
@@ -113,10 +132,7 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     rss.poll()
     results["grpo"] = evaluate(grpo.final_dir, "grpo")
 
-    # Continued SFT: same demos, fresh optimizer like GRPO's, for GRPO's training time.
-    cont_sft = dataclasses.replace(
-        cfg.sft, steps=10**9, max_seconds=grpo.train_seconds, stop_accuracy=0.0, plateau_patience=0
-    )
+    cont_sft = control_sft_config(cfg.sft, cfg.grpo)
     cont = run_sft(
         _phase_cfg(cfg, root, "sft_continued", sft.final_dir, recipe="sft", sft=cont_sft)
     )
