@@ -16,13 +16,14 @@ from typing import Any
 
 from vlagent.algo_config import PRESETS, GRPOConfig, LoRAConfig
 from vlagent.errors import ConfigError
-from vlagent.world_config import AppsConfig, LoopConfig, TaskConfig, ToolsConfig
+from vlagent.world_config import AppsConfig, LoopConfig, RobotConfig, TaskConfig, ToolsConfig
 
 __all__ = [
     "AppsConfig",
     "GRPOConfig",
     "LoRAConfig",
     "LoopConfig",
+    "RobotConfig",
     "TaskConfig",
     "ToolsConfig",
     "TrainConfig",
@@ -178,7 +179,7 @@ class TrainConfig:
     recipe: str = "grpo"
     """sft | grpo."""
     world: str = "grounding"
-    """The env + adapter the recipe trains in: grounding | zoom | apps, or any name added with
+    """The env + adapter the recipe trains in: grounding | zoom | apps | robot, or any name added with
     ``vlagent.worlds.register_world``."""
     algo: str = "grpo"
     """Preset of grpo.* values: grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp (see docs/ALGORITHMS.md)."""
@@ -187,6 +188,7 @@ class TrainConfig:
     tools: ToolsConfig = dataclasses.field(default_factory=ToolsConfig)
     loop: LoopConfig = dataclasses.field(default_factory=LoopConfig)
     apps: AppsConfig = dataclasses.field(default_factory=AppsConfig)
+    robot: RobotConfig = dataclasses.field(default_factory=RobotConfig)
     sft: SFTConfig = dataclasses.field(default_factory=SFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)

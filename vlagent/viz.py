@@ -1,4 +1,4 @@
-"""Pictures a person looks at: PNG writing and accuracy plots (episode pictures: each world)."""
+"""Pictures a person looks at: PNG and animated GIF writing and accuracy plots (episode pictures: each world)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,35 @@ def save_png(image: np.ndarray, path: str | Path) -> Path:
     path = Path(path)
     with atomic_path(path, suffix=".png") as tmp:
         Image.fromarray(image).save(tmp, format="PNG")
+    return path
+
+
+def save_gif(frames: list[np.ndarray], path: str | Path, ms_per_frame: int = 200) -> Path:
+    """Write uint8 H×W×3 frames (all the same size) as an animated GIF that loops, atomically.
+
+    Raises:
+        ValueError: no frames, or frames of different shapes (the caller's bug, named here).
+    """
+    from PIL import Image
+
+    from vlagent.io import atomic_path
+
+    if not frames:
+        raise ValueError("save_gif: no frames")
+    shapes = {np.asarray(f).shape for f in frames}
+    if len(shapes) != 1:
+        raise ValueError(f"save_gif: frames differ in shape: {sorted(shapes)}")
+    images = [Image.fromarray(np.asarray(f, dtype=np.uint8)) for f in frames]
+    path = Path(path)
+    with atomic_path(path, suffix=".gif") as tmp:
+        images[0].save(
+            tmp,
+            format="GIF",
+            save_all=True,
+            append_images=images[1:],
+            duration=ms_per_frame,
+            loop=0,
+        )
     return path
 
 

@@ -429,3 +429,88 @@ class AppsConfig:
             "apps.reward",
             f"unknown terms {sorted(unknown)}; known: success, invalid_action",
         )
+
+
+ROBOT_SUITES = ("own", "metaworld", "libero")
+ROBOT_TASKS = ("reach", "push", "pick_place")
+ROBOT_REWARD_TERMS = ("success", "distance", "grasp", "invalid_action")
+
+
+@dataclasses.dataclass
+class RobotConfig:
+    """Table-top manipulation (world ``robot``): which env, what the policy sees, how it acts.
+
+    Task ids come from ``task.*_seed_offset`` like screens do: train and demo ids never meet the
+    held-out (val, test) ids, and each id fixes the scene layout and the named cube / zone.
+    """
+
+    suite: str = "own"
+    """own (``embodied.RobotEnv`` on the ``sim.robot`` scene) | metaworld | libero."""
+    task: str = "reach"
+    """own: reach | push | pick_place. metaworld: a v3 task name (``reach-v3``). libero: a
+    suite name (``libero_spatial``)."""
+    image_size: int = 64
+    """Side of the square camera image in pixels (the training resolution)."""
+    camera: str = "front"
+    """Scene camera (own: front | top)."""
+    proprio: bool = True
+    """Add the end effector's position (mm) and gripper state to each turn's text."""
+    chunk: int = 1
+    """Actions per model call (k); the env runs them one after another (``embodied.ActionChunk``)."""
+    action_style: str = "digits"
+    """How a bin is written: digits (``"128 0 255 0"``) | tokens (one reserved token per bin)."""
+    n_bins: int = 256
+    """Uniform bins per action dimension over [-1, 1] (OpenVLA: 256)."""
+    max_step: float = 0.05
+    """Metres the end effector moves per action at |a| = 1 (own suite)."""
+    max_steps: int = 0
+    """Env steps per episode (0: the task kind's own budget)."""
+    reward: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {
+            "success": 1.0,
+            "distance": 0.0,
+            "grasp": 0.0,
+            "invalid_action": 0.0,
+        }
+    )
+    """Weights of the env's reward terms (binary success, dense distance / grasp shaping, the
+    invalid-action penalty as a negative weight). The trainer reads ``info["reward_terms"]``."""
+
+    def __post_init__(self) -> None:
+        _check(
+            self.suite in ROBOT_SUITES,
+            "robot.suite",
+            f"{self.suite!r} is unknown; use one of {', '.join(ROBOT_SUITES)}",
+        )
+        if self.suite == "own":
+            _check(
+                self.task in ROBOT_TASKS,
+                "robot.task",
+                f"{self.task!r} is unknown; use one of {', '.join(ROBOT_TASKS)}",
+            )
+        _check(
+            16 <= self.image_size <= 512,
+            "robot.image_size",
+            f"must be in [16, 512], got {self.image_size}",
+        )
+        _check(1 <= self.chunk <= 16, "robot.chunk", f"must be in [1, 16], got {self.chunk}")
+        _check(
+            self.action_style in ("digits", "tokens"),
+            "robot.action_style",
+            f"{self.action_style!r} is unknown; use digits or tokens",
+        )
+        _check(2 <= self.n_bins <= 1024, "robot.n_bins", f"must be in [2, 1024], got {self.n_bins}")
+        _check(
+            0 < self.max_step <= 0.2,
+            "robot.max_step",
+            f"must be in (0, 0.2] m, got {self.max_step}",
+        )
+        _check(self.max_steps >= 0, "robot.max_steps", "must be >= 0")
+        unknown = set(self.reward) - set(ROBOT_REWARD_TERMS)
+        _check(
+            not unknown,
+            "robot.reward",
+            f"unknown terms {sorted(unknown)}; known: {', '.join(ROBOT_REWARD_TERMS)}",
+        )
+        bad = [k for k, v in self.reward.items() if not math.isfinite(float(v))]
+        _check(not bad, "robot.reward", f"weights must be finite numbers: {bad}")

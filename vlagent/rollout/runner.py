@@ -78,9 +78,26 @@ class Adapter(Protocol):
 
 
 class Demonstrator(Protocol):
-    """Writes forced (demonstration) turns: the text of the next turn, or None to sample."""
+    """Writes forced (demonstration) turns: the next turn as text or as exact token ids (for
+    codecs whose text does not re-tokenize to the same ids), or None to sample."""
 
-    def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None: ...
+    def text(
+        self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]
+    ) -> str | list[int] | None: ...
+
+
+def forced_ids(forced: str | Sequence[int], tokenizer: Any) -> list[int]:
+    """Token ids of a forced turn (before eos): text is tokenized, ids are taken as they are.
+
+    Raises:
+        TypeError: ``forced`` is neither a str nor a sequence of ints (a demonstrator's bug).
+    """
+    if isinstance(forced, str):
+        return list(tokenizer(forced, add_special_tokens=False)["input_ids"])
+    ids = list(forced)
+    if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+        raise TypeError(f"a demonstrator returned {type(forced).__name__} that is not token ids")
+    return [int(i) for i in ids]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,11 +276,11 @@ def run_episodes(
                     break
                 to_sample = []
                 for s in active:
-                    text = demonstrator.text(s.traj, s.obs, s.info) if demonstrator else None
-                    if text is None:
+                    forced = demonstrator.text(s.traj, s.obs, s.info) if demonstrator else None
+                    if forced is None:
                         to_sample.append(s)
                         continue
-                    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + [eos]
+                    ids = forced_ids(forced, tokenizer) + [eos]
                     allow = _allowance(s.traj, limits)
                     _after_turn(s, ids[:allow], None, len(ids) <= allow, adapter, limits, tokenizer)
                 if to_sample:

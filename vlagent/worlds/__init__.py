@@ -2,7 +2,7 @@
 
 ``import vlagent.worlds`` registers the built-in worlds: ``grounding`` (one screenshot, one
 answer), ``zoom`` (thinking with images: zoom tool calls before the answer) and ``apps``
-(multi-step phone tasks). Their modules are imported only when a world is built.
+(multi-step phone tasks) and ``robot`` (table-top manipulation). Their modules are imported only when a world is built.
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ def _apps(cfg: Any, policy: Any) -> World:
     return AppsWorld(cfg, policy)
 
 
+def _robot(cfg: Any, policy: Any) -> World:
+    from vlagent.worlds.robot import RobotWorld
+
+    return RobotWorld(cfg, policy)
+
+
 register_world("grounding", _grounding)
 register_world("zoom", _zoom)
 register_world("apps", _apps)
+register_world("robot", _robot)

@@ -1,0 +1,70 @@
+"""Reading a ``(dx, dy, dz, gripper)`` action and the reward weights of the robot envs.
+
+Nothing here raises on a bad action: :func:`parse_action` returns ``None`` and the reason, and
+the env turns that into a recorded no-op step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from embodied.tasks import RobotTaskError
+
+ACTION_DIMS: tuple[str, ...] = ("dx", "dy", "dz", "gripper")
+REWARD_TERMS: tuple[str, ...] = ("success", "distance", "grasp", "invalid_action")
+DEFAULT_REWARD: dict[str, float] = {
+    "success": 1.0,
+    "distance": 0.0,
+    "grasp": 0.0,
+    "invalid_action": 0.0,
+}
+"""Weights of the reward terms. Each term is ``weight * signal``: success 1 / 0; distance the
+decrease of :func:`embodied.tasks.task_distance` over the step (m); grasp +1 when the named cube
+becomes held, -1 when it is let go; invalid_action 1 on an invalid action (so a penalty is a
+negative weight)."""
+
+
+def parse_action(action: Any) -> tuple[np.ndarray | None, str]:
+    """``(float64 (4,) array, "")`` for a valid action, else ``(None, reason)``.
+
+    Valid: anything numpy reads as 4 finite real numbers (int or float dtype). Values outside
+    [-1, 1] stay valid; the scene clips them. Strings, bools, objects, NaN, inf and any other
+    shape are invalid.
+    """
+    if isinstance(action, str | bytes):
+        return None, f"action is a string ({action[:40]!r}), not 4 numbers"
+    try:
+        arr = np.asarray(action)
+    except (TypeError, ValueError) as exc:  # ragged sequences
+        return None, f"action is not an array of 4 numbers: {exc}"
+    if arr.dtype.kind not in "iuf":
+        return None, f"action must be 4 real numbers, got dtype {arr.dtype} ({type(action)})"
+    if arr.shape != (len(ACTION_DIMS),):
+        return None, f"action must have shape (4,) = (dx, dy, dz, gripper), got {arr.shape}"
+    arr = arr.astype(np.float64)
+    bad = [f"{ACTION_DIMS[i]}={arr[i]}" for i in range(len(arr)) if not np.isfinite(arr[i])]
+    if bad:
+        return None, f"action has non-finite values: {', '.join(bad)}"
+    return arr, ""
+
+
+def reward_weights(reward: Mapping[str, float] | None) -> dict[str, float]:
+    """``DEFAULT_REWARD`` updated by ``reward``; unknown names or non-finite weights raise."""
+    weights = dict(DEFAULT_REWARD)
+    if reward is None:
+        return weights
+    if not isinstance(reward, Mapping):
+        raise RobotTaskError(f"reward must be a mapping of term -> weight, got {reward!r}")
+    unknown = sorted(str(k) for k in reward if k not in REWARD_TERMS)
+    if unknown:
+        raise RobotTaskError(f"unknown reward terms {unknown}; terms are {', '.join(REWARD_TERMS)}")
+    for name, value in reward.items():
+        ok = isinstance(value, int | float | np.number) and not isinstance(value, bool)
+        if not ok or not math.isfinite(float(value)):
+            raise RobotTaskError(f"reward weight {name!r} must be a finite number, got {value!r}")
+        weights[name] = float(value)
+    return weights

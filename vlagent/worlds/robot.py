@@ -1,0 +1,229 @@
+"""World ``robot``: table-top manipulation (``embodied``) with a VLA action codec.
+
+Env: ``embodied.RobotEnv`` on the ``sim.robot`` scene (or a Meta-World / LIBERO task through
+``embodied.metaworld_env`` / ``embodied.libero_env``), wrapped in ``embodied.ActionChunk`` when
+``robot.chunk`` > 1. Its reward terms (``robot.reward``: binary success, optional distance and
+grasp shaping, the invalid-action penalty) come from ``info["reward_terms"]``; the trainer never
+recomputes them. Adapter: each turn is a fresh prompt (a new segment) with the current camera
+image and the text::
+
+    Task: push the red cube onto the green square
+    Gripper: x=12 y=-40 z=150 mm, open
+    Reply with the next action.
+
+The reply is read by :class:`vlagent.codec.robot_actions.RobotActionCodec` (``robot.n_bins``
+uniform bins per dimension, as digits or reserved tokens) into a ``(chunk, 4)`` array of bin
+centres in [-1, 1]; output that does not parse becomes an all-NaN action, which the env records
+as an invalid no-op (``info["invalid_action"]``). Every member of a GRPO group resets to the
+task's own start state, so turn prompts repeat within a group while the episodes agree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlagent.codec.robot_actions import RobotActionCodec
+from vlagent.rollout.runner import Decision
+from vlagent.rollout.tokens import PromptCache
+from vlagent.rollout.trajectory import Segment, Trajectory, Turn
+from vlagent.world_config import VAL_SEED_SHIFT, RobotConfig
+from vlagent.worlds.base import Split, World
+
+DIM_NAMES = ("dx", "dy", "dz", "gripper")
+
+
+def system_prompt(cfg: RobotConfig) -> str:
+    """The system text: what the numbers mean (bins of [-1, 1], the gripper's sign)."""
+    mid = cfg.n_bins // 2
+    per = "one action" if cfg.chunk == 1 else f"{cfg.chunk} actions separated by ';'"
+    return (
+        "You control a robot gripper over a table. Reply with "
+        f"{per}: four bins 0..{cfg.n_bins - 1} for dx dy dz gripper "
+        f"({mid} is about no motion; a gripper bin of {mid} or more closes it, below opens)."
+    )
+
+
+def turn_text(instruction: str, proprio: np.ndarray | None) -> str:
+    """The user text of a turn: the instruction, the gripper's state (mm), the request.
+
+    Args:
+        proprio: float (4,): end effector x, y, z in metres (world frame) and the gripper's
+            closed flag, or None when ``robot.proprio`` is off.
+    """
+    lines = [f"Task: {instruction}"]
+    if proprio is not None:
+        x, y, z = (int(round(float(v) * 1000)) for v in proprio[:3])
+        state = "closed" if float(proprio[3]) > 0.5 else "open"
+        lines.append(f"Gripper: x={x} y={y} z={z} mm, {state}")
+    lines.append("Reply with the next action.")
+    return "\n".join(lines)
+
+
+class RobotAdapter:
+    """Camera image + instruction (+ proprio) → a fresh prompt each turn; reply → actions."""
+
+    def __init__(self, processor: Any, codec: RobotActionCodec, cfg: RobotConfig) -> None:
+        self.prompts = PromptCache(processor)
+        self.codec, self.cfg = codec, cfg
+        self.system = system_prompt(cfg)
+
+    def _prompt(self, traj: Trajectory, obs: dict[str, Any]) -> None:
+        proprio = np.asarray(obs["proprio"]) if self.cfg.proprio and "proprio" in obs else None
+        image = np.asarray(obs["image"], dtype=np.uint8)
+        traj.extras["frames"].append(image)
+        if "proprio" in obs:
+            traj.extras["proprio"].append(np.asarray(obs["proprio"], dtype=np.float32))
+        text = turn_text(traj.instruction, proprio)
+        traj.segments.append(Segment(self.prompts.get([image], text, self.system)))
+
+    def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
+        traj.extras.update(frames=[], proprio=[], kind=str(info.get("kind", self.cfg.task)))
+        self._prompt(traj, obs)
+
+    def read(self, traj: Trajectory, turn: Turn, last: bool) -> Decision:
+        ids = traj.segments[turn.segment].ids[turn.start : turn.end]
+        parsed = self.codec.parse(turn.text, ids if self.cfg.action_style == "tokens" else None)
+        action = np.asarray(parsed.actions, dtype=np.float32)
+        if self.cfg.chunk == 1:
+            action = action.reshape(-1)[: len(DIM_NAMES)]
+        return Decision("env", action)
+
+    def observe(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
+        self._prompt(traj, obs)
+
+    def finish(self, trajectories: Sequence[Trajectory]) -> None:
+        for t in trajectories:
+            t.extras["steps"] = int(t.info.get("steps", len(t.turns) * self.cfg.chunk))
+
+
+class ScriptedDemonstrator:
+    """The env's scripted controller plays each episode (SFT demonstrations); its actions are
+    rendered by the codec, so they go through the same adapter (parse → bin centres → env) as
+    the policy's turns. It controls a twin env reset like the episode's and stepped with the
+    decoded (quantized) actions, so its state is the episode's state."""
+
+    def __init__(self, world: RobotWorld) -> None:
+        self.world = world
+        self._twins: dict[int, Any] = {}
+
+    def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | list[int]:
+        from embodied.scripted import ScriptedController
+
+        key = id(traj)
+        if key not in self._twins:
+            env = self.world.make_env("demo")
+            env.reset(seed=traj.seed, options={"task_id": traj.task_id})
+            self._twins[key] = (env, ScriptedController(env.unwrapped))
+        env, controller = self._twins[key]
+        chunk = []
+        for _ in range(self.world.cfg.robot.chunk):
+            sub = env.unwrapped.observation() if hasattr(env.unwrapped, "observation") else obs
+            chunk.append(controller.act(sub))
+            bins = self.world.codec.bins
+            env.unwrapped.step(bins.centres(bins.to_bins(np.asarray(chunk[-1]))))  # as decoded
+        actions = np.stack(chunk)
+        if self.world.codec.style == "tokens":  # its text does not re-tokenize to its ids
+            return self.world.codec.render_ids(actions)
+        return self.world.codec.render(actions)
+
+    def close(self) -> None:
+        for env, _ in self._twins.values():
+            env.close()
+        self._twins.clear()
+
+
+class RobotWorld(World):
+    """Manipulation tasks: ``robot.suite`` / ``robot.task``; ids from ``task.*_seed_offset``."""
+
+    default_max_turns = 64
+
+    def __init__(self, cfg: Any, policy: Any) -> None:
+        super().__init__(cfg, policy)
+        r: RobotConfig = cfg.robot
+        tokenizer = getattr(policy.processor, "tokenizer", None)
+        self.codec = RobotActionCodec(
+            dims=len(DIM_NAMES),
+            chunk=r.chunk,
+            n_bins=r.n_bins,
+            style=r.action_style,  # type: ignore[arg-type]
+            tokenizer=tokenizer if r.action_style == "tokens" else None,
+        )
+        t = cfg.task
+        self._offsets = {
+            "train": t.train_seed_offset,
+            "demo": t.demo_seed_offset,
+            "val": t.eval_seed_offset + VAL_SEED_SHIFT,
+            "test": t.eval_seed_offset,
+        }
+
+    def make_env(self, split: Split) -> Any:
+        from embodied.factory import make_robot_env
+
+        r: RobotConfig = self.cfg.robot
+        return make_robot_env(
+            suite=r.suite,
+            task=r.task,
+            image_size=r.image_size,
+            camera=r.camera,
+            max_step=r.max_step,
+            max_steps=r.max_steps,
+            reward=dict(r.reward),
+            chunk=r.chunk,
+        )
+
+    def adapter(self) -> RobotAdapter:
+        return RobotAdapter(self.policy.processor, self.codec, self.cfg.robot)
+
+    def demonstrator(self) -> ScriptedDemonstrator:
+        return ScriptedDemonstrator(self)
+
+    def task_ids(self, split: Split, start: int, count: int) -> list[Any]:
+        return [self._offsets[split] + i for i in range(start, start + count)]
+
+    def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
+        """Mean env steps per episode, the rate of turns that parsed, success per task kind."""
+        turns = [x for t in trajectories for x in t.turns]
+        out = {
+            "format_rate": sum(not x.invalid for x in turns) / max(len(turns), 1),
+            "mean_steps": float(np.mean([t.extras.get("steps", 0) for t in trajectories]))
+            if trajectories
+            else 0.0,
+        }
+        by: dict[str, list[bool]] = {}
+        for t in trajectories:
+            by.setdefault(str(t.extras.get("kind", "?")), []).append(t.success)
+        for name, v in sorted(by.items()):
+            out[f"success/{name}"] = sum(v) / len(v)
+        return out
+
+    def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
+        """Per episode: an animated GIF of its camera frames and a JSON record of its turns."""
+        from vlagent.io import atomic_write_text
+        from vlagent.viz import save_gif
+
+        for k, t in enumerate(trajectories):
+            frames = t.extras.get("frames", [])
+            if not frames:
+                continue
+            save_gif(frames, Path(folder) / f"{name}_{k:02d}.gif")
+            record = {
+                "task_id": t.task_id,
+                "seed": t.seed,
+                "instruction": t.instruction,
+                "success": t.success,
+                "status": t.status,
+                "reward": t.reward,
+                "turns": [
+                    {"text": x.text, "invalid": x.invalid, "reward_terms": x.reward_terms}
+                    for x in t.turns
+                ],
+            }
+            atomic_write_text(
+                Path(folder) / f"{name}_{k:02d}.json",
+                json.dumps(record, indent=1, default=str) + "\n",
+            )
