@@ -195,15 +195,17 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         command = np.array([0.0, 0.0, 0.0, grip_now]) if arr is None else arr.copy()
         if task.kind == "push":
             command[3] = -1.0  # the pusher never closes
-        before_dist = self._distance()
-        before_held = is_holding(scene, task)
+        # shaping signals cost ~0.2 ms a step: computed only when their weight is not 0
+        shape_dist, shape_grasp = self.weights["distance"] != 0, self.weights["grasp"] != 0
+        before_dist = self._distance() if shape_dist else 0.0
+        before_held = is_holding(scene, task) if shape_grasp else False
         scene.apply(command)
         self.steps += 1
         success = is_success(scene, task)
         signals = {
             "success": float(success),
-            "distance": before_dist - self._distance(),
-            "grasp": float(is_holding(scene, task)) - float(before_held),
+            "distance": before_dist - self._distance() if shape_dist else 0.0,
+            "grasp": float(is_holding(scene, task)) - float(before_held) if shape_grasp else 0.0,
             "invalid_action": float(invalid),
         }
         terms = {name: self.weights[name] * value for name, value in signals.items()}

@@ -161,6 +161,9 @@ class RobotScene:
         self.model.eq_data[:] = snap.eq_data
         self.closed, self.held = snap.closed, snap.held
         mujoco.mj_forward(self.model, self.data)
+        # mujoco < 3.17's mj_forward overwrites qacc_warmstart; set the state again so replays
+        # stay bit-identical on every mujoco the extras pin (3.3.0 for Meta-World / LIBERO).
+        mujoco.mj_setState(self.model, self.data, snap.state, _STATE_SPEC)
 
     # ---------------------------------------------------------------------------- reading
     def ee_position(self) -> np.ndarray:

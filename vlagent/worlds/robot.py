@@ -35,6 +35,8 @@ from vlagent.world_config import VAL_SEED_SHIFT, RobotConfig
 from vlagent.worlds.base import Split, World
 
 DIM_NAMES = ("dx", "dy", "dz", "gripper")
+MAX_TWINS = 256
+"""Open twin envs a demonstrator keeps at most (each holds a simulator and a renderer)."""
 
 
 def system_prompt(cfg: RobotConfig) -> str:
@@ -102,7 +104,8 @@ class RobotAdapter:
 
 
 class ScriptedDemonstrator:
-    """The env's scripted controller plays each episode (SFT demonstrations); its actions are
+    """The env's scripted controller (or a suite's own expert, e.g. Meta-World's) plays each
+    episode (SFT demonstrations); its actions are
     rendered by the codec, so they go through the same adapter (parse → bin centres → env) as
     the policy's turns. It controls a twin env reset like the episode's and stepped with the
     decoded (quantized) actions, so its state is the episode's state."""
@@ -118,14 +121,22 @@ class ScriptedDemonstrator:
         if key not in self._twins:
             env = self.world.make_env("demo")
             env.reset(seed=traj.seed, options={"task_id": traj.task_id})
-            self._twins[key] = (env, ScriptedController(env.unwrapped))
-        env, controller = self._twins[key]
-        chunk = []
+            u = env.unwrapped
+            act = _expert(u) if hasattr(u, "expert_action") else ScriptedController(u).act
+            self._twins[key] = (env, act)
+        env, act = self._twins[key]
+        u, bins, chunk = env.unwrapped, self.world.codec.bins, []
+        ended = False
         for _ in range(self.world.cfg.robot.chunk):
-            sub = env.unwrapped.observation() if hasattr(env.unwrapped, "observation") else obs
-            chunk.append(controller.act(sub))
-            bins = self.world.codec.bins
-            env.unwrapped.step(bins.centres(bins.to_bins(np.asarray(chunk[-1]))))  # as decoded
+            chunk.append(act(u.observation() if hasattr(u, "observation") else obs))
+            step = u.step(bins.centres(bins.to_bins(np.asarray(chunk[-1]))))  # as the env sees it
+            ended = ended or bool(step[2] or step[3])
+        if ended:  # the episode ends with this turn: release the twin's simulator now
+            env.close()
+            del self._twins[key]
+        while len(self._twins) > MAX_TWINS:  # episodes cut short elsewhere (over_limit, errors)
+            old = next(iter(self._twins))
+            self._twins.pop(old)[0].close()
         actions = np.stack(chunk)
         if self.world.codec.style == "tokens":  # its text does not re-tokenize to its ids
             return self.world.codec.render_ids(actions)
@@ -135,6 +146,15 @@ class ScriptedDemonstrator:
         for env, _ in self._twins.values():
             env.close()
         self._twins.clear()
+
+
+def _expert(env: Any) -> Any:
+    """A suite's own scripted policy (Meta-World's ``expert_action``) as ``act(obs)``."""
+
+    def act(_obs: dict[str, Any]) -> np.ndarray:
+        return env.expert_action()
+
+    return act
 
 
 class RobotWorld(World):

@@ -28,9 +28,10 @@ def _world(policy, *extra: str):
 
 def _demo(world, split: str, n: int, **kw) -> list[Trajectory]:
     specs = [EpisodeSpec(t) for t in world.task_ids(split, 0, n)]
-    return world.episodes(
-        world.policy, split, specs, 64, demonstrator=world.demonstrator(), chunk_size=n, **kw
-    )
+    demo = world.demonstrator()
+    trajs = world.episodes(world.policy, split, specs, 64, demonstrator=demo, chunk_size=n, **kw)
+    assert not demo._twins, "twin envs of finished episodes must be closed"
+    return trajs
 
 
 @pytest.mark.parametrize("style", ["digits", "tokens"])
