@@ -145,7 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     start = time.perf_counter()
     results = measure(args.episodes, args.kinds, args.max_step, args.image_size)
+    shown = list(sys.argv[1:] if argv is None else argv)
     payload = {
+        "command": "python -m embodied.measure " + " ".join(shown),
         "config": {
             "episodes": args.episodes,
             "kinds": args.kinds,
