@@ -205,6 +205,25 @@ class RobotWorld(World):
     def task_ids(self, split: Split, start: int, count: int) -> list[Any]:
         return [self._offsets[split] + i for i in range(start, start + count)]
 
+    def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
+        """Success of a uniform random policy (actions in [-1, 1], ``default_rng(0)``) on these
+        tasks, reset as the evaluator resets them (seed 0)."""
+        if not task_ids:
+            return {}
+        env, rng, wins = self.make_env("test"), np.random.default_rng(0), 0
+        try:
+            for t in task_ids:
+                env.reset(seed=0, options={"task_id": t})
+                done, info = False, {}
+                while not done:
+                    action = rng.uniform(-1, 1, env.action_space.shape).astype(np.float32)
+                    _, _, terminated, truncated, info = env.step(action)
+                    done = terminated or truncated
+                wins += bool(info.get("success"))
+        finally:
+            env.close()
+        return {"random_policy": wins / len(task_ids)}
+
     def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Mean env steps per episode, the rate of turns that parsed, success per task kind."""
         turns = [x for t in trajectories for x in t.turns]

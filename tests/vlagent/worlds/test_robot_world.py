@@ -174,3 +174,13 @@ def test_tokens_style_reads_replies_from_ids_not_text(policy) -> None:
     (t,) = world.episodes(policy, "train", specs, 64, demonstrator=_Ids())
     assert not t.turns[0].invalid
     np.testing.assert_array_equal(t.turns[0].action, codec.bins.centres(bins[0]))
+
+
+def test_random_baseline_is_measured_on_the_given_tasks(policy) -> None:
+    world = _world(policy, "robot.max_step=0.2")
+    ids = world.task_ids("test", 0, 30)
+    base = world.baselines(ids)
+    assert set(base) == {"random_policy"}
+    assert 0.0 <= base["random_policy"] < 0.5
+    assert base == world.baselines(ids)  # seeded
+    assert world.baselines([]) == {}
