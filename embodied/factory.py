@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -49,6 +49,67 @@ def make_robot_env(
         env = LiberoEnv(task, image_size=image_size, max_steps=max_steps or None)
     else:
         raise ValueError(f"unknown embodied suite {suite!r}; use own, metaworld or libero")
+    if chunk > 1:
+        from embodied.chunk import ActionChunk
+
+        env = ActionChunk(env, chunk)
+    return env
+
+
+DEMO_FORMATS = ("auto", "lerobot", "libero_hdf5")
+
+
+def load_demo_episodes(
+    path: str, fmt: str = "auto", camera: str = "", action_dims: Sequence[int] = ()
+) -> list[Any]:
+    """Recorded demonstrations as ``DemoEpisode`` s with 4-dim actions (dx, dy, dz, gripper).
+
+    Args:
+        path: a LeRobot v2.x dataset folder or a LIBERO / robomimic HDF5 file.
+        fmt: ``auto`` (a folder is LeRobot, ``.hdf5`` / ``.h5`` is LIBERO), ``lerobot`` or
+            ``libero_hdf5``.
+        camera: the image feature (LeRobot) or obs key (LIBERO); empty: the reader's default.
+        action_dims: LeRobot: which action columns are (dx, dy, dz, gripper), when the file's
+            actions are not already those 4. LIBERO's 7-dim actions drop their rotation dims.
+
+    Raises:
+        DemoFileError: the file is malformed (the message names file and field), or its actions
+            are not 4-dim after the conversion.
+        ValueError: an unknown format.
+    """
+    from pathlib import Path
+
+    from embodied.demo_files import (
+        DemoFileError,
+        episodes_to_ee_delta4,
+        read_lerobot,
+        read_libero_hdf5,
+    )
+
+    if fmt not in DEMO_FORMATS:
+        raise ValueError(f"unknown demo format {fmt!r}; use one of {', '.join(DEMO_FORMATS)}")
+    p = Path(path)
+    if fmt == "auto":
+        fmt = "libero_hdf5" if p.suffix.lower() in (".hdf5", ".h5") else "lerobot"
+    if fmt == "libero_hdf5":
+        episodes = read_libero_hdf5(p, camera=camera or "agentview_rgb")
+        episodes, _ = episodes_to_ee_delta4(episodes)
+    else:
+        episodes = read_lerobot(p, camera=camera or None, action_dims=list(action_dims) or None)
+    width = episodes[0].actions.shape[1]
+    if width != 4:
+        raise DemoFileError(
+            f"{path}: actions have {width} dims; name the (dx, dy, dz, gripper) columns with "
+            "robot.demo_action_dims"
+        )
+    return episodes
+
+
+def make_demo_env(episodes: Sequence[Any], image_size: int = 64, chunk: int = 1) -> Any:
+    """A ``ReplayEnv`` over recorded episodes (``ActionChunk`` of ``chunk`` when > 1)."""
+    from embodied.replay_env import ReplayEnv
+
+    env: Any = ReplayEnv(list(episodes), image_size=image_size)
     if chunk > 1:
         from embodied.chunk import ActionChunk
 

@@ -476,7 +476,27 @@ class RobotConfig:
     """Weights of the env's reward terms (binary success, dense distance / grasp shaping, the
     invalid-action penalty as a negative weight). The trainer reads ``info["reward_terms"]``."""
 
+    demo_file: str = ""
+    """SFT from recorded demonstrations instead of the scripted controller: a LeRobot v2.x
+    dataset folder or a LIBERO / robomimic HDF5 file (the ``demo`` split replays its episodes)."""
+    demo_format: str = "auto"
+    """auto (folder: lerobot; .hdf5 / .h5: libero_hdf5) | lerobot | libero_hdf5."""
+    demo_camera: str = ""
+    """The demo file's image feature (LeRobot) or obs key (LIBERO); empty: the first / agentview."""
+    demo_action_dims: list[int] = dataclasses.field(default_factory=list)
+    """LeRobot: the action columns that are (dx, dy, dz, gripper), when there are more than 4."""
+
     def __post_init__(self) -> None:
+        _check(
+            self.demo_format in ("auto", "lerobot", "libero_hdf5"),
+            "robot.demo_format",
+            f"{self.demo_format!r} is unknown; use auto, lerobot or libero_hdf5",
+        )
+        _check(
+            not self.demo_action_dims or len(self.demo_action_dims) == 4,
+            "robot.demo_action_dims",
+            f"name exactly 4 columns (dx, dy, dz, gripper), got {self.demo_action_dims}",
+        )
         _check(
             self.suite in ROBOT_SUITES,
             "robot.suite",

@@ -55,13 +55,18 @@ def turn_text(instruction: str, proprio: np.ndarray | None) -> str:
 
     Args:
         proprio: float (4,): end effector x, y, z in metres (world frame) and the gripper's
-            closed flag, or None when ``robot.proprio`` is off.
+            closed flag (a demo file's state may have 3 values, or fewer: shown as they are),
+            or None when ``robot.proprio`` is off.
     """
     lines = [f"Task: {instruction}"]
     if proprio is not None:
-        x, y, z = (int(round(float(v) * 1000)) for v in proprio[:3])
-        state = "closed" if float(proprio[3]) > 0.5 else "open"
-        lines.append(f"Gripper: x={x} y={y} z={z} mm, {state}")
+        v = np.asarray(proprio, dtype=np.float64).reshape(-1)
+        if len(v) >= 3:
+            x, y, z = (int(round(float(c) * 1000)) for c in v[:3])
+            state = "" if len(v) < 4 else ", closed" if float(v[3]) > 0.5 else ", open"
+            lines.append(f"Gripper: x={x} y={y} z={z} mm{state}")
+        elif len(v):  # a demo file's short state vector: its values as they are
+            lines.append("State: " + " ".join(f"{float(c):.3g}" for c in v))
     lines.append("Reply with the next action.")
     return "\n".join(lines)
 
@@ -104,8 +109,9 @@ class RobotAdapter:
 
 
 class ScriptedDemonstrator:
-    """The env's scripted controller (or a suite's own expert, e.g. Meta-World's) plays each
-    episode (SFT demonstrations); its actions are
+    """The env's scripted controller (or a suite's own expert, e.g. Meta-World's, or the actions
+    a demo file recorded, ``robot.demo_file``) plays each episode (SFT demonstrations); its
+    actions are
     rendered by the codec, so they go through the same adapter (parse → bin centres → env) as
     the policy's turns. It controls a twin env reset like the episode's and stepped with the
     decoded (quantized) actions, so its state is the episode's state."""
@@ -122,15 +128,23 @@ class ScriptedDemonstrator:
             env = self.world.make_env("demo")
             env.reset(seed=traj.seed, options={"task_id": traj.task_id})
             u = env.unwrapped
-            act = _expert(u) if hasattr(u, "expert_action") else ScriptedController(u).act
+            if is_replay(u):
+                act = _recorded(u)
+            elif hasattr(u, "expert_action"):
+                act = _expert(u)
+            else:
+                act = ScriptedController(u).act
             self._twins[key] = (env, act)
         env, act = self._twins[key]
         u, bins, chunk = env.unwrapped, self.world.codec.bins, []
         ended = False
         for _ in range(self.world.cfg.robot.chunk):
+            if ended:  # the env stops a chunk at the episode's end: the rest is never run
+                chunk.append(chunk[-1])
+                continue
             chunk.append(act(u.observation() if hasattr(u, "observation") else obs))
             step = u.step(bins.centres(bins.to_bins(np.asarray(chunk[-1]))))  # as the env sees it
-            ended = ended or bool(step[2] or step[3])
+            ended = bool(step[2] or step[3])
         if ended:  # the episode ends with this turn: release the twin's simulator now
             env.close()
             del self._twins[key]
@@ -146,6 +160,23 @@ class ScriptedDemonstrator:
         for env, _ in self._twins.values():
             env.close()
         self._twins.clear()
+
+
+def is_replay(env: Any) -> bool:
+    """Whether ``env`` replays a demo file (``embodied.replay_env.ReplayEnv``)."""
+    from embodied.replay_env import ReplayEnv
+
+    return isinstance(env, ReplayEnv)
+
+
+def _recorded(env: Any) -> Any:
+    """The demo file's action at the replay's current frame, as ``act(obs)``."""
+    from embodied.replay_env import recorded_action
+
+    def act(_obs: dict[str, Any]) -> np.ndarray:
+        return recorded_action(env)
+
+    return act
 
 
 def _expert(env: Any) -> Any:
@@ -173,6 +204,7 @@ class RobotWorld(World):
             style=r.action_style,  # type: ignore[arg-type]
             tokenizer=tokenizer if r.action_style == "tokens" else None,
         )
+        self._demo_episodes: list[Any] | None = None  # robot.demo_file, read on first use
         t = cfg.task
         self._offsets = {
             "train": t.train_seed_offset,
@@ -182,9 +214,15 @@ class RobotWorld(World):
         }
 
     def make_env(self, split: Split) -> Any:
-        from embodied.factory import make_robot_env
+        from embodied.factory import load_demo_episodes, make_demo_env, make_robot_env
 
         r: RobotConfig = self.cfg.robot
+        if split == "demo" and r.demo_file:
+            if self._demo_episodes is None:
+                self._demo_episodes = load_demo_episodes(
+                    r.demo_file, r.demo_format, r.demo_camera, r.demo_action_dims
+                )
+            return make_demo_env(self._demo_episodes, r.image_size, r.chunk)
         return make_robot_env(
             suite=r.suite,
             task=r.task,

@@ -104,6 +104,8 @@ def test_turn_text_and_system_prompt() -> None:
         "Reply with the next action.",
     ]
     assert "Gripper" not in turn_text("reach", None)
+    assert "Gripper: x=1 y=2 z=3 mm\n" in turn_text("t", np.array([0.001, 0.002, 0.003]))
+    assert "State: 0.5 -2\n" in turn_text("t", np.array([0.5, -2.0]))
     cfg = load_config(None, [*ROBOT, "robot.chunk=3"]).robot
     assert "3 actions separated by ';'" in system_prompt(cfg) and "0..255" in system_prompt(cfg)
 
@@ -184,3 +186,31 @@ def test_random_baseline_is_measured_on_the_given_tasks(policy) -> None:
     assert 0.0 <= base["random_policy"] < 0.5
     assert base == world.baselines(ids)  # seeded
     assert world.baselines([]) == {}
+
+
+@pytest.mark.parametrize("fmt", ["libero_hdf5", "lerobot"])
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_demo_file_episodes_replay_the_recorded_actions(policy, tmp_path, fmt, chunk) -> None:
+    """``robot.demo_file``: the demo split replays the file and the demonstrator writes the
+    actions it recorded (LIBERO's 7 dims → dx, dy, dz, gripper), quantized by the codec."""
+    from tests.embodied.test_demo_files import write_lerobot, write_libero
+
+    if fmt == "libero_hdf5":
+        path = tmp_path / "demo.hdf5"
+        demos = write_libero(path, lengths=(4, 6))
+        recorded = [a[:, [0, 1, 2, 6]] for _, a, _, _ in demos]
+    else:
+        path = tmp_path / "lerobot"
+        demos = write_lerobot(path, video=False, lengths=(5, 7))
+        recorded = [d[1] for d in demos]
+    world = _world(policy, f"robot.demo_file={path}", f"robot.chunk={chunk}")
+    trajs = _demo(world, "demo", 2)
+    bins = world.codec.bins
+    for t, actions in zip(trajs, recorded, strict=True):
+        sent = np.concatenate([np.asarray(x.action).reshape(-1, 4) for x in t.turns])
+        np.testing.assert_allclose(
+            sent[: len(actions)], bins.centres(bins.to_bins(np.clip(actions, -1, 1)))
+        )
+        assert t.status == "truncated" and not t.success  # a recording says nothing of success
+        assert len(t.turns) == -(-len(actions) // chunk)
+        assert not any(x.invalid for x in t.turns)
