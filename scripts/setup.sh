@@ -44,12 +44,21 @@ fi
 
 # dev = test tools; android = android-env, whose fake simulator the test suite drives;
 # data = datasets + pyarrow (Parquet and `datasets` folders); track = wandb (offline in tests);
-# robot = mujoco (sim/robot scenes; offscreen rendering via MUJOCO_GL=egl, or osmesa).
-EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot}
+# robot = mujoco (sim/robot scenes; offscreen rendering via MUJOCO_GL=egl, or osmesa);
+# web = selenium (the HTML report's headless-browser test drives Chromium with it).
+EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot,web}
 if ! "$VENV/bin/python" -c "import vlagent, pytest, hypothesis" 2>/dev/null \
    || [ pyproject.toml -nt "$VENV/.vlagent-installed" ]; then
   echo "[setup] installing vlagent (editable) with extras [$EXTRAS]"
   $PIP install -q -e ".[$EXTRAS]"
   touch "$VENV/.vlagent-installed"
+fi
+# Debian's Chromium + chromedriver for the browser tests (skipped cleanly without them): installed
+# when this runs as root with apt-get (CI); VLAGENT_APT=0 skips it. Never fatal.
+if [ "${VLAGENT_APT:-1}" != 0 ] && ! command -v chromedriver >/dev/null 2>&1 \
+   && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "[setup] installing chromium + chromium-driver (apt) for the browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
+    >/dev/null) || echo "[setup] note: apt could not install chromium; browser tests will skip"
 fi
 echo "[setup] ready: $("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "| transformers", transformers.__version__)')"

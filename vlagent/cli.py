@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "eval", help="held-out success of a checkpoint in the config's world (greedy episodes)"
     )
-    p.add_argument("--model", required=True, help="checkpoint folder or hub id")
+    p.add_argument("--model", default=None, help="checkpoint folder or hub id (required)")
     p.add_argument(
         "--out",
         default="runs/eval",
@@ -333,7 +333,62 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("envs", help="list registered environments")
     p.set_defaults(func=cmd_envs)
 
+    _add_report_commands(sub)
+
     return parser
+
+
+# --- reports (vlagent report, vlagent eval --report / --compare; see docs/REPORTS.md) ---------
+
+
+def _add_report_commands(sub: Any) -> None:
+    """``vlagent report RUN_DIR [--out DIR]``, and ``--report`` / ``--compare A B`` on ``eval``."""
+    ev = sub.choices["eval"]
+    ev.add_argument(
+        "--report",
+        action="store_true",
+        help="after evaluating, write the HTML report into OUT/report/ (see docs/REPORTS.md)",
+    )
+    ev.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("RUN_A", "RUN_B"),
+        default=None,
+        help="evaluate nothing: write a side-by-side HTML report of two eval/run folders into "
+        "--out (default runs/compare)",
+    )
+    ev.set_defaults(func=cmd_eval_report)
+    p = sub.add_parser("report", help="write the HTML report of a run or eval folder")
+    p.add_argument("run_dir", help="run folder, eval --out folder or quickstart root")
+    p.add_argument("--out", default=None, help="report folder (default: RUN_DIR/report)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from vlagent.eval.report import write_report
+
+    index = write_report(args.run_dir, args.out)
+    sys.stdout.write(f"report written to {index}\n")
+    return 0
+
+
+def cmd_eval_report(args: argparse.Namespace) -> int:
+    """``vlagent eval`` with the report flags: compare two folders, or evaluate (then report)."""
+    from vlagent.eval.report import write_compare, write_report
+
+    if args.compare:
+        out = args.out if args.out != "runs/eval" else "runs/compare"
+        index = write_compare(args.compare[0], args.compare[1], out)
+        sys.stdout.write(f"comparison written to {index}\n")
+        return 0
+    if not args.model:
+        raise VlagentError("eval: --model is required (unless --compare RUN_A RUN_B)")
+    code = cmd_eval(args)
+    if code == 0 and args.report:
+        extra = (Path(args.pictures_dir),) if args.pictures else ()
+        index = write_report(args.out, Path(args.out) / "report", extra_sample_dirs=extra)
+        sys.stdout.write(f"report written to {index}\n")
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
