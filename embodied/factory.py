@@ -79,12 +79,9 @@ def load_demo_episodes(
     """
     from pathlib import Path
 
-    from embodied.demo_files import (
-        DemoFileError,
-        episodes_to_ee_delta4,
-        read_lerobot,
-        read_libero_hdf5,
-    )
+    from embodied.demo_files import DemoFileError, episodes_to_ee_delta4
+    from embodied.lerobot_files import read_lerobot
+    from embodied.libero_files import read_libero_hdf5
 
     if fmt not in DEMO_FORMATS:
         raise ValueError(f"unknown demo format {fmt!r}; use one of {', '.join(DEMO_FORMATS)}")

@@ -11,14 +11,11 @@ import pytest
 from PIL import Image
 
 from embodied.chunk import ActionChunk
-from embodied.demo_files import (
-    DemoEpisode,
-    episodes_to_ee_delta4,
-    read_lerobot,
-    read_libero_hdf5,
-)
+from embodied.demo_files import DemoEpisode, episodes_to_ee_delta4
+from embodied.lerobot_files import read_lerobot
+from embodied.libero_files import read_libero_hdf5
 from embodied.replay_env import ReplayEnv, ReplayEnvError, recorded_action
-from tests.embodied.test_demo_files import make_episode, write_lerobot, write_libero
+from tests.embodied.demo_fixtures import make_episode, write_lerobot, write_libero
 from tests.env_contract import check_contract
 
 VALID = [

@@ -193,7 +193,7 @@ def test_random_baseline_is_measured_on_the_given_tasks(policy) -> None:
 def test_demo_file_episodes_replay_the_recorded_actions(policy, tmp_path, fmt, chunk) -> None:
     """``robot.demo_file``: the demo split replays the file and the demonstrator writes the
     actions it recorded (LIBERO's 7 dims → dx, dy, dz, gripper), quantized by the codec."""
-    from tests.embodied.test_demo_files import write_lerobot, write_libero
+    from tests.embodied.demo_fixtures import write_lerobot, write_libero
 
     if fmt == "libero_hdf5":
         path = tmp_path / "demo.hdf5"
