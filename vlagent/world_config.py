@@ -180,6 +180,15 @@ class TaskConfig:
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     """Your own data file and its column mapping (``source=file``)."""
 
+    def split_offsets(self) -> dict[str, int]:
+        """First task id (seed) of each split: train, demo, and the held-out test and val."""
+        return {
+            "train": self.train_seed_offset,
+            "demo": self.demo_seed_offset,
+            "val": self.eval_seed_offset + VAL_SEED_SHIFT,
+            "test": self.eval_seed_offset,
+        }
+
     def __post_init__(self) -> None:
         self._check_reward()
         _check(

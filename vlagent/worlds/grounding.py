@@ -25,10 +25,8 @@ from vlagent.codec import Answer, GroundingCodec
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache, set_pixel_budget
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
-from vlagent.world_config import VAL_SEED_SHIFT
 from vlagent.worlds.base import Split, World
 
-_VAL_OFFSET = VAL_SEED_SHIFT  # val seeds sit this far above the test seeds
 log = logging.getLogger(__name__)
 
 
@@ -136,12 +134,7 @@ class GroundingWorld(World):
         self.reward_stages = parse_stages(list(t.reward_stages), self.base_reward_spec)
         self.reward_spec = self.base_reward_spec
         """The spec training envs score with (``task.reward_stages`` at the current step)."""
-        self._offsets = {
-            "train": t.train_seed_offset,
-            "demo": t.demo_seed_offset,
-            "val": t.eval_seed_offset + _VAL_OFFSET,
-            "test": t.eval_seed_offset,
-        }
+        self._offsets = t.split_offsets()
 
     def make_env(self, split: Split) -> Any:
         from gui.grounding import GroundingEnv

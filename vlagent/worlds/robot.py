@@ -31,7 +31,7 @@ from vlagent.codec.robot_actions import RobotActionCodec
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
-from vlagent.world_config import VAL_SEED_SHIFT, RobotConfig
+from vlagent.world_config import RobotConfig
 from vlagent.worlds.base import Split, World
 
 DIM_NAMES = ("dx", "dy", "dz", "gripper")
@@ -205,13 +205,7 @@ class RobotWorld(World):
             tokenizer=tokenizer if r.action_style == "tokens" else None,
         )
         self._demo_episodes: list[Any] | None = None  # robot.demo_file, read on first use
-        t = cfg.task
-        self._offsets = {
-            "train": t.train_seed_offset,
-            "demo": t.demo_seed_offset,
-            "val": t.eval_seed_offset + VAL_SEED_SHIFT,
-            "test": t.eval_seed_offset,
-        }
+        self._offsets = cfg.task.split_offsets()
 
     def make_env(self, split: Split) -> Any:
         from embodied.factory import load_demo_episodes, make_demo_env, make_robot_env
