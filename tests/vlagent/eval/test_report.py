@@ -293,3 +293,12 @@ def test_damage_keeps_the_readable_rest(tmp_path):
     assert no_picture == [rec["image"] == bad for rec in lines] and any(no_picture)
     assert any("line 5 is a JSON list" in p for p in page.problems)
     assert _v(page.tables["overall"]["success_rate"][1]) == EVAL_SUMMARY["success_rate"]
+
+
+def test_a_picture_folder_given_twice_is_read_once(tmp_path) -> None:
+    """``vlagent eval --pictures-dir OUT/samples --report``: the folder is both found and given."""
+    from vlagent.eval.report.load import load_run
+
+    (tmp_path / "samples").mkdir()
+    data = load_run(tmp_path, extra_sample_dirs=(tmp_path / "samples", tmp_path / "." / "samples"))
+    assert data.sample_dirs == [tmp_path / "samples"]

@@ -164,7 +164,9 @@ def load_run(root: str | Path, extra_sample_dirs: tuple[Path, ...] = ()) -> RunD
     if traj.is_file():
         data.trajectories_file = traj
         data.trajectories = read_jsonl(traj, data, "trajectories")
-    data.sample_dirs = _sample_dirs(root) + [Path(p) for p in extra_sample_dirs if Path(p).is_dir()]
+    found = _sample_dirs(root) + [Path(p) for p in extra_sample_dirs if Path(p).is_dir()]
+    seen: set[Path] = set()  # a picture folder given again (e.g. --pictures-dir OUT/samples)
+    data.sample_dirs = [d for d in found if not (d.resolve() in seen or seen.add(d.resolve()))]
     for p in extra_sample_dirs:
         if not Path(p).is_dir():
             data.problems.append(Problem(str(p), "picture folder does not exist; no pictures"))
