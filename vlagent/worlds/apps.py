@@ -17,7 +17,6 @@ start state, so turn prompts repeat within a group (shared prefills).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
 from vlagent.world_config import AppsConfig
-from vlagent.worlds.base import Split, World
+from vlagent.worlds.base import Split, World, save_episode_record
 
 SYSTEM_PROMPT = (
     "You operate a phone. Each turn, answer with one JSON action, e.g. "
@@ -202,7 +201,6 @@ class AppsWorld(World):
         """Per episode: its screens side by side with each turn's action drawn, and a JSON
         record of the turns (text, action, reward terms)."""
         from perception_tools.annotate import tile_images
-        from vlagent.io import atomic_write_text
         from vlagent.viz import save_png
 
         for k, t in enumerate(trajectories):
@@ -214,20 +212,8 @@ class AppsWorld(World):
             if not tiles:
                 continue
             save_png(tile_images(tiles, cols=len(tiles)), Path(folder) / f"{name}_{k:02d}.png")
-            record = {
-                "task_id": t.task_id,
-                "instruction": t.instruction,
-                "success": t.success,
-                "status": t.status,
-                "reward": t.reward,
-                "turns": [
-                    {"text": x.text, "action": x.action, "reward_terms": x.reward_terms}
-                    for x in t.turns
-                ],
-            }
-            atomic_write_text(
-                Path(folder) / f"{name}_{k:02d}.json",
-                json.dumps(record, indent=1, default=str) + "\n",
+            save_episode_record(
+                t, Path(folder) / f"{name}_{k:02d}.json", ("text", "action", "reward_terms")
             )
 
 

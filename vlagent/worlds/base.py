@@ -111,6 +111,27 @@ class World(abc.ABC):
         return None
 
 
+def save_episode_record(
+    traj: Trajectory, path: Path, turn_fields: Sequence[str], **extra: Any
+) -> None:
+    """Write one episode's JSON record next to its picture (atomically): task id, instruction,
+    outcome, reward, ``extra`` keys, and per turn the ``Turn`` attributes ``turn_fields``."""
+    import json
+
+    from vlagent.io import atomic_write_text
+
+    record = {
+        "task_id": traj.task_id,
+        **extra,
+        "instruction": traj.instruction,
+        "success": traj.success,
+        "status": traj.status,
+        "reward": traj.reward,
+        "turns": [{f: getattr(x, f) for f in turn_fields} for x in traj.turns],
+    }
+    atomic_write_text(path, json.dumps(record, indent=1, default=str) + "\n")
+
+
 WorldFactory = Callable[[Any, Any], World]
 WORLDS: dict[str, WorldFactory] = {}
 """Registered worlds by name (``world:`` in a config)."""

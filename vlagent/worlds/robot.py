@@ -20,7 +20,6 @@ task's own start state, so turn prompts repeat within a group while the episodes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
 from vlagent.world_config import RobotConfig
-from vlagent.worlds.base import Split, World
+from vlagent.worlds.base import Split, World, save_episode_record
 
 DIM_NAMES = ("dx", "dy", "dz", "gripper")
 MAX_TWINS = 256
@@ -274,7 +273,6 @@ class RobotWorld(World):
 
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         """Per episode: an animated GIF of its camera frames and a JSON record of its turns."""
-        from vlagent.io import atomic_write_text
         from vlagent.viz import save_gif
 
         for k, t in enumerate(trajectories):
@@ -282,19 +280,9 @@ class RobotWorld(World):
             if not frames:
                 continue
             save_gif(frames, Path(folder) / f"{name}_{k:02d}.gif")
-            record = {
-                "task_id": t.task_id,
-                "seed": t.seed,
-                "instruction": t.instruction,
-                "success": t.success,
-                "status": t.status,
-                "reward": t.reward,
-                "turns": [
-                    {"text": x.text, "invalid": x.invalid, "reward_terms": x.reward_terms}
-                    for x in t.turns
-                ],
-            }
-            atomic_write_text(
+            save_episode_record(
+                t,
                 Path(folder) / f"{name}_{k:02d}.json",
-                json.dumps(record, indent=1, default=str) + "\n",
+                ("text", "invalid", "reward_terms"),
+                seed=t.seed,
             )
