@@ -18,6 +18,8 @@ _ENVS: dict[str, tuple[str, dict[str, object]]] = {
     "vlagent/PhoneDesktop-v0": ("gui.apps.env:make_phone_desktop_env", {}),
     "vlagent/AndroidFake-v0": ("gui.apps.android_env:make_android_fake_env", {}),
     "vlagent/AndroidSynthetic-v0": ("gui.apps.android_env:make_android_synthetic_env", {}),
+    "vlagent/DesktopOSWorld-v0": ("gui.osworld.env:DesktopEnv", {"tasks": "local"}),
+    "vlagent/MiniWoB-v0": ("gui.web.miniwob_env:MiniWoBEnv", {}),
 }
 
 for _env_id, (_entry_point, _kwargs) in _ENVS.items():

@@ -45,20 +45,28 @@ fi
 # dev = test tools; android = android-env, whose fake simulator the test suite drives;
 # data = datasets + pyarrow (Parquet and `datasets` folders); track = wandb (offline in tests);
 # robot = mujoco (sim/robot scenes; offscreen rendering via MUJOCO_GL=egl, or osmesa);
-# web = selenium (the HTML report's headless-browser test drives Chromium with it).
-EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot,web}
+# web = miniwob + selenium (MiniWoB++ env; the HTML report's browser test); desktop = mss +
+# python-xlib (screenshots and window lists of the local X desktop, gui/osworld).
+EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot,web,desktop}
 if ! "$VENV/bin/python" -c "import vlagent, pytest, hypothesis" 2>/dev/null \
    || [ pyproject.toml -nt "$VENV/.vlagent-installed" ]; then
   echo "[setup] installing vlagent (editable) with extras [$EXTRAS]"
   $PIP install -q -e ".[$EXTRAS]"
   touch "$VENV/.vlagent-installed"
 fi
-# Debian's Chromium + chromedriver for the browser tests (skipped cleanly without them): installed
-# when this runs as root with apt-get (CI); VLAGENT_APT=0 skips it. Never fatal.
-if [ "${VLAGENT_APT:-1}" != 0 ] && ! command -v chromedriver >/dev/null 2>&1 \
+# Debian packages for the browser and desktop tests (skipped cleanly without them): Chromium +
+# chromedriver (MiniWoB++, the HTML report), and the local desktop (Xvfb, openbox, xdotool,
+# wmctrl, xterm / xedit / xcalc, bubblewrap). Installed when this runs as root with apt-get
+# (CI) and something is missing; VLAGENT_APT=0 skips it. Never fatal.
+APT_PKGS="chromium chromium-driver xvfb xterm xdotool x11-utils bubblewrap openbox wmctrl x11-apps"
+need_apt=0
+for bin in chromedriver Xvfb xdotool bwrap openbox wmctrl xterm xedit xcalc xdpyinfo; do
+  command -v "$bin" >/dev/null 2>&1 || need_apt=1
+done
+if [ "${VLAGENT_APT:-1}" != 0 ] && [ "$need_apt" = 1 ] \
    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "[setup] installing chromium + chromium-driver (apt) for the browser tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
-    >/dev/null) || echo "[setup] note: apt could not install chromium; browser tests will skip"
+  echo "[setup] installing $APT_PKGS (apt) for the browser and desktop tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $APT_PKGS \
+    >/dev/null) || echo "[setup] note: apt could not install them; those tests will skip"
 fi
 echo "[setup] ready: $("$VENV/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "| transformers", transformers.__version__)')"

@@ -333,9 +333,36 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("envs", help="list registered environments")
     p.set_defaults(func=cmd_envs)
 
+    p = sub.add_parser(
+        "osworld-check",
+        help="which tasks of an OSWorld-format suite run on the local desktop, and why not",
+    )
+    p.add_argument("suite", help="bundled suite (local, os) or a folder / file of task JSON")
+    p.add_argument("--json", default=None, help="write the rows to this JSON file")
+    p.set_defaults(func=cmd_osworld_check)
+
     _add_report_commands(sub)
 
     return parser
+
+
+def cmd_osworld_check(args: argparse.Namespace) -> int:
+    """Run each task with a do-nothing agent, or say why it cannot run (docs/OSWORLD.md)."""
+    from collections import Counter
+
+    from gui.osworld.check import check_suite
+    from vlagent.io import atomic_write_json
+
+    rows = check_suite(args.suite)
+    for r in rows:
+        extra = r.get("reason") or f"do-nothing success: {r.get('done_agent_success')}"
+        sys.stdout.write(f"{r['id'][:8]}  {r['status']:22s} {extra}\n")
+    counts = Counter(r["status"] for r in rows)
+    sys.stdout.write(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + "\n")
+    if args.json:
+        command = "vlagent osworld-check " + " ".join(sys.argv[2:])
+        atomic_write_json(args.json, {"command": command, "suite": str(args.suite), "rows": rows})
+    return 0
 
 
 # --- reports (vlagent report, vlagent eval --report / --compare; see docs/REPORTS.md) ---------

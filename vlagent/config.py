@@ -16,6 +16,7 @@ from typing import Any
 
 from vlagent.algo_config import PRESETS, GRPOConfig, LoRAConfig
 from vlagent.errors import ConfigError
+from vlagent.screen_config import DesktopConfig, WebConfig
 from vlagent.world_config import AppsConfig, LoopConfig, RobotConfig, TaskConfig, ToolsConfig
 
 __all__ = [
@@ -179,7 +180,8 @@ class TrainConfig:
     recipe: str = "grpo"
     """sft | grpo."""
     world: str = "grounding"
-    """The env + adapter the recipe trains in: grounding | zoom | apps | robot, or any name added with
+    """The env + adapter the recipe trains in: grounding | zoom | apps | robot | desktop | web, or any name
+    added with
     ``vlagent.worlds.register_world``."""
     algo: str = "grpo"
     """Preset of grpo.* values: grpo | dr_grpo | dapo | gspo | rloo | reinforce_pp (see docs/ALGORITHMS.md)."""
@@ -189,6 +191,8 @@ class TrainConfig:
     loop: LoopConfig = dataclasses.field(default_factory=LoopConfig)
     apps: AppsConfig = dataclasses.field(default_factory=AppsConfig)
     robot: RobotConfig = dataclasses.field(default_factory=RobotConfig)
+    desktop: DesktopConfig = dataclasses.field(default_factory=DesktopConfig)
+    web: WebConfig = dataclasses.field(default_factory=WebConfig)
     sft: SFTConfig = dataclasses.field(default_factory=SFTConfig)
     grpo: GRPOConfig = dataclasses.field(default_factory=GRPOConfig)
     eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -52,9 +53,20 @@ def make() -> Callable[..., gymnasium.Env]:
         env.close()
 
 
+OWN_CONTRACT_FILES = {  # envs needing a display / a browser: their contract runs there
+    "vlagent/DesktopOSWorld-v0": "tests/gui/osworld/test_desktop_env.py",
+    "vlagent/MiniWoB-v0": "tests/gui/web/test_miniwob_env.py",
+}
+
+
 def test_every_registered_env_has_a_case_here_or_in_the_grounding_suite() -> None:
-    assert set(gui.registered_env_ids()) == set(APP_CASES) | set(GROUNDING_CASES)
+    assert set(gui.registered_env_ids()) == (
+        set(APP_CASES) | set(GROUNDING_CASES) | set(OWN_CONTRACT_FILES)
+    )
     assert not set(APP_CASES) & set(GROUNDING_CASES)
+    for env_id, path in OWN_CONTRACT_FILES.items():
+        text = (Path(__file__).resolve().parents[2] / path).read_text()
+        assert "check_contract" in text, f"{env_id}: {path} does not run the contract"
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -2,7 +2,9 @@
 
 ``import vlagent.worlds`` registers the built-in worlds: ``grounding`` (one screenshot, one
 answer), ``zoom`` (thinking with images: zoom tool calls before the answer) and ``apps``
-(multi-step phone tasks) and ``robot`` (table-top manipulation). Their modules are imported only when a world is built.
+(multi-step phone tasks), ``robot`` (table-top manipulation), ``desktop`` (OSWorld-format tasks
+on a local X desktop) and ``web`` (MiniWoB++ in headless Chromium). Their modules are imported
+only when a world is built.
 """
 
 from __future__ import annotations
@@ -32,6 +34,18 @@ def _apps(cfg: Any, policy: Any) -> World:
     return AppsWorld(cfg, policy)
 
 
+def _desktop(cfg: Any, policy: Any) -> World:
+    from vlagent.worlds.desktop import DesktopWorld
+
+    return DesktopWorld(cfg, policy)
+
+
+def _web(cfg: Any, policy: Any) -> World:
+    from vlagent.worlds.web import WebWorld
+
+    return WebWorld(cfg, policy)
+
+
 def _robot(cfg: Any, policy: Any) -> World:
     from vlagent.worlds.robot import RobotWorld
 
@@ -42,3 +56,5 @@ register_world("grounding", _grounding)
 register_world("zoom", _zoom)
 register_world("apps", _apps)
 register_world("robot", _robot)
+register_world("desktop", _desktop)
+register_world("web", _web)

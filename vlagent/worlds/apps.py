@@ -74,17 +74,23 @@ def element_boxes(obs: dict[str, Any]) -> list[tuple[float, float, float, float]
 
 
 class AppsAdapter:
-    """Screens + history text → a fresh prompt each turn; reply → a GUI action."""
+    """Screens + history text → a fresh prompt each turn; reply → a GUI action.
 
-    def __init__(self, processor: Any, codec: GuiActionCodec, cfg: AppsConfig) -> None:
+    ``cfg`` is an ``AppsConfig`` or any section with its prompt fields (``keep_images``,
+    ``max_text_turns``, ``screen_width``, ``screen_height``): the desktop and web worlds reuse
+    this adapter with their own sections and system prompts."""
+
+    def __init__(
+        self, processor: Any, codec: GuiActionCodec, cfg: Any, system: str = SYSTEM_PROMPT
+    ) -> None:
         self.prompts = PromptCache(processor)
-        self.codec, self.cfg = codec, cfg
+        self.codec, self.cfg, self.system = codec, cfg, system
 
     def _prompt(self, traj: Trajectory) -> None:
         x = traj.extras
         images = x["screens"][-self.cfg.keep_images :]
         text = turn_text(traj.instruction, x["past"], self.cfg)
-        traj.segments.append(Segment(self.prompts.get(images, text, SYSTEM_PROMPT)))
+        traj.segments.append(Segment(self.prompts.get(images, text, self.system)))
 
     def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
         traj.extras.update(screens=[resize_screen(obs["image"], self.cfg)], past=[], obs=obs)
