@@ -80,9 +80,12 @@ class WebConfig(_TurnPrompt):
     """MiniWoB++ task names (empty: the bundled suite ``gui.web.suite.MINIWOB_SUITE``)."""
     screen_width: int = 160
     screen_height: int = 210
+    max_browsers: int = 8
+    """At most this many episodes run at once (one Chromium each, reused across episodes)."""
 
     def __post_init__(self) -> None:
         self._check_prompt("web")
+        _check(1 <= self.max_browsers <= 64, "web.max_browsers", "must be in [1, 64]")
         _check(
             all(isinstance(t, str) and t for t in self.tasks),
             "web.tasks",

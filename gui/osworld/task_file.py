@@ -123,7 +123,8 @@ SETUP_STEPS: dict[str, tuple[dict[str, _Check], frozenset[str] | None]] = {
     "update_browse_history": ({"history": _list}, None),
 }
 """Setup step type -> (required parameter checks, allowed optional names or None for any),
-from the ``_<type>_setup`` signatures (``act`` / ``replay`` only raise NotImplementedError)."""
+from the ``_<type>_setup`` signatures (``act`` / ``replay`` are left out: upstream never
+implemented them)."""
 
 _GETTER_PARAMS: dict[str, tuple[str, ...]] = {
     "vm_command_line": ("command",),

@@ -27,7 +27,7 @@ from vlagent.eval.evaluate import report_of
 from vlagent.models.loading import load_policy
 from vlagent.rollout.runner import EpisodeSpec, Limits, run_episodes
 from vlagent.worlds import make_world
-from vlagent.worlds.apps import ScriptedDemonstrator
+from vlagent.worlds.apps import ActDemonstrator
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -220,7 +220,12 @@ def test_phone_experiment_baselines(policy, tiny_dir):
     ids = world.task_ids("test", 0, world.num_tasks("test"))
     assert len(ids) == saved["tasks"]["evaluated"] == 40
     oracle = _scripted(world, policy, ids, world.demonstrator(), 1)
-    rand = _scripted(world, policy, ids, ScriptedDemonstrator(world, world.codec, "random"), 3)
+    from gui.apps.evaluate import POLICIES
+
+    random = ActDemonstrator(
+        world.codec, lambda t: POLICIES["random"](world.task(t.task_id), t.seed)
+    )
+    rand = _scripted(world, policy, ids, random, 3)
     # from the tasks alone: the oracle opens Settings, then taps each switch not yet in its
     # wanted state; the random policy never succeeds, so it runs to each task's step budget
     taps = []

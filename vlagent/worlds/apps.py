@@ -17,7 +17,7 @@ start state, so turn prompts repeat within a group (shared prefills).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,23 +116,65 @@ class AppsAdapter:
             t.extras.pop("obs", None)  # full-size screenshot: not kept past the episode
 
 
-class ScriptedDemonstrator:
-    """A scripted GUI policy (``gui.apps.evaluate.POLICIES``: ``oracle`` for SFT demonstrations,
-    ``random`` as a baseline) plays each episode; its actions are rendered as text by the codec,
-    so they go through the same adapter (parse → env action) as the policy's turns."""
+class ActDemonstrator:
+    """A scripted GUI policy per episode plays it: ``make(traj)`` builds the script, whose
+    ``act(x)`` returns an action mapping for ``x = read(obs, info)``; the action is rendered as
+    text by the codec, so it goes through the same adapter (parse → env action) as the
+    policy's turns. The apps, desktop and web worlds differ only in ``make`` and ``read``."""
 
-    def __init__(self, world: AppsWorld, codec: GuiActionCodec, name: str = "oracle") -> None:
-        self.world, self.codec, self.name = world, codec, name
+    def __init__(
+        self,
+        codec: GuiActionCodec,
+        make: Callable[[Trajectory], Any],
+        read: Callable[[dict[str, Any], dict[str, Any]], Any] = lambda obs, info: obs,
+    ) -> None:
+        self.codec, self.make, self.read = codec, make, read
         self._scripts: dict[int, Any] = {}
 
     def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
-        from gui.apps.evaluate import POLICIES
-
         key = id(traj)
         if key not in self._scripts:
-            self._scripts[key] = POLICIES[self.name](self.world.task(traj.task_id), traj.seed)
-        mapping = self._scripts[key].act(obs)
+            self._scripts[key] = self.make(traj)
+        mapping = self._scripts[key].act(self.read(obs, info))
         return self.codec.render(parse_action(mapping), traj.segment.prompt.frame)
+
+
+def format_rate(trajectories: Sequence[Trajectory]) -> float:
+    """Share of turns whose reply parsed into an action."""
+    turns = [x for t in trajectories for x in t.turns]
+    ok = sum(not (isinstance(x.action, dict) and x.action.get("type") == "invalid") for x in turns)
+    return ok / max(len(turns), 1)
+
+
+def success_by(
+    trajectories: Sequence[Trajectory], key: Callable[[Trajectory], str]
+) -> dict[str, float]:
+    """``success/<key>``: the success rate per group of episodes."""
+    by: dict[str, list[bool]] = {}
+    for t in trajectories:
+        by.setdefault(key(t), []).append(t.success)
+    return {f"success/{k}": sum(v) / len(v) for k, v in sorted(by.items())}
+
+
+def save_turn_pictures(
+    trajectories: Sequence[Trajectory], folder: Path, name: str, cols: int = 0
+) -> None:
+    """Per episode: its screens tiled (``cols`` per row; 0: one row) with each turn's action
+    drawn, and a JSON record of the turns (text, action, reward terms)."""
+    from perception_tools.annotate import tile_images
+    from vlagent.viz import save_png
+
+    for k, t in enumerate(trajectories):
+        screens = t.extras.get("screens", [])
+        tiles = [
+            annotate_turn(sc, x, i) for i, (sc, x) in enumerate(zip(screens, t.turns, strict=False))
+        ]
+        if not tiles:
+            continue
+        save_png(tile_images(tiles, cols=cols or len(tiles)), Path(folder) / f"{name}_{k:02d}.png")
+        save_episode_record(
+            t, Path(folder) / f"{name}_{k:02d}.json", ("text", "action", "reward_terms")
+        )
 
 
 class AppsWorld(World):
@@ -176,8 +218,13 @@ class AppsWorld(World):
     def adapter(self) -> AppsAdapter:
         return AppsAdapter(self.policy.processor, self.codec, self.cfg.apps)
 
-    def demonstrator(self) -> ScriptedDemonstrator:
-        return ScriptedDemonstrator(self, self.codec, "oracle")
+    def demonstrator(self) -> ActDemonstrator:
+        """The ``gui.apps`` oracle (``gui.apps.evaluate.POLICIES``) plays each episode."""
+        from gui.apps.evaluate import POLICIES
+
+        return ActDemonstrator(
+            self.codec, lambda t: POLICIES["oracle"](self.task(t.task_id), t.seed)
+        )
 
     def num_tasks(self, split: Split) -> int | None:
         return len(self.suite(split).ids)
@@ -188,39 +235,15 @@ class AppsWorld(World):
 
     def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Success per task template and the rate of turns that parsed into an action."""
-        turns = [x for t in trajectories for x in t.turns]
-        out = {
-            "format_rate": sum(
-                not (isinstance(x.action, dict) and x.action.get("type") == "invalid")
-                for x in turns
-            )
-            / max(len(turns), 1),
+        return {
+            "format_rate": format_rate(trajectories),
+            **success_by(trajectories, lambda t: t.extras.get("template", "?")),
         }
-        by: dict[str, list[bool]] = {}
-        for t in trajectories:
-            by.setdefault(t.extras.get("template", "?"), []).append(t.success)
-        for name, v in sorted(by.items()):
-            out[f"success/{name}"] = sum(v) / len(v)
-        return out
 
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         """Per episode: its screens side by side with each turn's action drawn, and a JSON
         record of the turns (text, action, reward terms)."""
-        from perception_tools.annotate import tile_images
-        from vlagent.viz import save_png
-
-        for k, t in enumerate(trajectories):
-            screens = t.extras.get("screens", [])
-            tiles = [
-                annotate_turn(sc, x, i)
-                for i, (sc, x) in enumerate(zip(screens, t.turns, strict=False))
-            ]
-            if not tiles:
-                continue
-            save_png(tile_images(tiles, cols=len(tiles)), Path(folder) / f"{name}_{k:02d}.png")
-            save_episode_record(
-                t, Path(folder) / f"{name}_{k:02d}.json", ("text", "action", "reward_terms")
-            )
+        save_turn_pictures(trajectories, folder, name)
 
 
 def annotate_turn(image: np.ndarray, turn: Turn, index: int) -> np.ndarray:

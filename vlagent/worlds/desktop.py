@@ -20,12 +20,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gui.actions import parse_action
 from vlagent.codec.gui_actions import GuiActionCodec
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.screen_config import DesktopConfig
-from vlagent.worlds.apps import AppsAdapter, annotate_turn
-from vlagent.worlds.base import Split, World, save_episode_record
+from vlagent.worlds.apps import (
+    ActDemonstrator,
+    AppsAdapter,
+    format_rate,
+    save_turn_pictures,
+    success_by,
+)
+from vlagent.worlds.base import Split, World
 from vlagent.worlds.pool import EnvPool
 
 SYSTEM_PROMPT = (
@@ -34,24 +39,6 @@ SYSTEM_PROMPT = (
     '{"type":"hotkey","keys":["ctrl","s"]}, {"type":"done"} or {"type":"fail"} when the task '
     "cannot be done. Coordinates are in [0, 1000)."
 )
-
-
-class OracleDemonstrator:
-    """The local suite's scripted oracle plays each episode; its actions are rendered as text
-    by the codec and go through the same adapter as the policy's turns."""
-
-    def __init__(self, codec: GuiActionCodec) -> None:
-        self.codec = codec
-        self._oracles: dict[int, Any] = {}
-
-    def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
-        from gui.osworld.oracle import LocalOracle
-
-        key = id(traj)
-        if key not in self._oracles:
-            self._oracles[key] = LocalOracle(str(traj.task_id))
-        mapping = self._oracles[key].act(obs)
-        return self.codec.render(parse_action(mapping), traj.segment.prompt.frame)
 
 
 class DesktopWorld(World):
@@ -121,8 +108,11 @@ class DesktopWorld(World):
     def adapter(self) -> AppsAdapter:
         return AppsAdapter(self.policy.processor, self.codec, self.cfg.desktop, SYSTEM_PROMPT)
 
-    def demonstrator(self) -> OracleDemonstrator:
-        return OracleDemonstrator(self.codec)
+    def demonstrator(self) -> ActDemonstrator:
+        """The local suite's scripted oracle (``gui.osworld.oracle``) plays each episode."""
+        from gui.osworld.oracle import LocalOracle
+
+        return ActDemonstrator(self.codec, lambda t: LocalOracle(str(t.task_id)))
 
     def num_tasks(self, split: Split) -> int | None:
         return len(self._split(split))
@@ -134,39 +124,13 @@ class DesktopWorld(World):
     def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Format rate, success per app (the task's ``related_apps``) and the number of tasks
         left out because they cannot run here."""
-        turns = [x for t in trajectories for x in t.turns]
-        out = {
-            "format_rate": sum(
-                not (isinstance(x.action, dict) and x.action.get("type") == "invalid")
-                for x in turns
-            )
-            / max(len(turns), 1),
-            "tasks_unavailable": float(len(self._unavailable)),
-        }
         apps = {t.id: ",".join(t.related_apps) or "?" for v in self._tasks.values() for t in v}
-        by: dict[str, list[bool]] = {}
-        for t in trajectories:
-            by.setdefault(apps.get(str(t.task_id), "?"), []).append(t.success)
-        for name, v in sorted(by.items()):
-            out[f"success/{name}"] = sum(v) / len(v)
-        return out
+        return {
+            "format_rate": format_rate(trajectories),
+            "tasks_unavailable": float(len(self._unavailable)),
+            **success_by(trajectories, lambda t: apps.get(str(t.task_id), "?")),
+        }
 
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
-        """Per episode: each turn's screen with its action drawn, and a JSON record."""
-        from perception_tools.annotate import tile_images
-        from vlagent.viz import save_png
-
-        for k, t in enumerate(trajectories):
-            screens = t.extras.get("screens", [])
-            tiles = [
-                annotate_turn(sc, x, i)
-                for i, (sc, x) in enumerate(zip(screens, t.turns, strict=False))
-            ]
-            if not tiles:
-                continue
-            save_png(
-                tile_images(tiles, cols=min(len(tiles), 4)), Path(folder) / f"{name}_{k:02d}.png"
-            )
-            save_episode_record(
-                t, Path(folder) / f"{name}_{k:02d}.json", ("text", "action", "reward_terms")
-            )
+        """Per episode: each turn's screen with its action drawn (4 per row), a JSON record."""
+        save_turn_pictures(trajectories, folder, name, cols=4)

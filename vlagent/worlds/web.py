@@ -20,12 +20,17 @@ from typing import Any
 
 import gymnasium
 
-from gui.actions import parse_action
 from vlagent.codec.gui_actions import GuiActionCodec
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.screen_config import WebConfig
-from vlagent.worlds.apps import AppsAdapter, annotate_turn
-from vlagent.worlds.base import Split, World, save_episode_record
+from vlagent.worlds.apps import (
+    ActDemonstrator,
+    AppsAdapter,
+    format_rate,
+    save_turn_pictures,
+    success_by,
+)
+from vlagent.worlds.base import Split, World
 from vlagent.worlds.pool import EnvPool
 
 SYSTEM_PROMPT = (
@@ -50,25 +55,11 @@ class PageInInfo(gymnasium.Wrapper):
         return obs, reward, term, trunc, info
 
 
-class OracleDemonstrator:
-    """``gui.web.oracle.MiniWoBOracle`` plays each episode from ``info["page"]``; its actions
-    are rendered as text by the codec and parsed back by the same adapter as the policy's."""
-
-    def __init__(self, codec: GuiActionCodec) -> None:
-        self.codec = codec
-        self._oracles: dict[int, Any] = {}
-
-    def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
-        from gui.web.oracle import MiniWoBOracle
-        from gui.web.suite import parse_task_id
-
-        key = id(traj)
-        if key not in self._oracles:
-            self._oracles[key] = MiniWoBOracle(parse_task_id(str(traj.task_id))[0])
-        if info.get("page") is None:
-            raise ValueError(f"{traj.task_id}: no page in info (not a demonstration env)")
-        mapping = self._oracles[key].act(info["page"])
-        return self.codec.render(parse_action(mapping), traj.segment.prompt.frame)
+def _page(obs: dict[str, Any], info: dict[str, Any]) -> Any:
+    """The page's DOM from a demonstration env's info (see :class:`PageInInfo`)."""
+    if info.get("page") is None:
+        raise ValueError("no page in info: the web demonstrator needs a demonstration env")
+    return info["page"]
 
 
 class WebWorld(World):
@@ -102,8 +93,23 @@ class WebWorld(World):
     def adapter(self) -> AppsAdapter:
         return AppsAdapter(self.policy.processor, self.codec, self.cfg.web, SYSTEM_PROMPT)
 
-    def demonstrator(self) -> OracleDemonstrator:
-        return OracleDemonstrator(self.codec)
+    def episodes(self, policy: Any, split: Split, specs: Sequence[Any], max_turn_tokens: int,
+                 adapter: Any = None, **kwargs: Any) -> list[Trajectory]:  # fmt: skip
+        """As ``World.episodes``, with at most ``web.max_browsers`` episodes at once."""
+        cap = self.cfg.web.max_browsers
+        kwargs["chunk_size"] = max(1, min(int(kwargs.get("chunk_size", cap)), cap))
+        return super().episodes(policy, split, specs, max_turn_tokens, adapter, **kwargs)
+
+    def demonstrator(self) -> ActDemonstrator:
+        """``gui.web.oracle.MiniWoBOracle`` plays each episode from the page's DOM."""
+        from gui.web.oracle import MiniWoBOracle
+        from gui.web.suite import parse_task_id
+
+        return ActDemonstrator(
+            self.codec,
+            lambda t: MiniWoBOracle(parse_task_id(str(t.task_id))[0]),
+            read=_page,
+        )
 
     def task_ids(self, split: Split, start: int, count: int) -> list[Any]:
         from gui.web.suite import task_ids
@@ -114,20 +120,10 @@ class WebWorld(World):
         """Format rate and success per MiniWoB task."""
         from gui.web.suite import parse_task_id
 
-        turns = [x for t in trajectories for x in t.turns]
-        out = {
-            "format_rate": sum(
-                not (isinstance(x.action, dict) and x.action.get("type") == "invalid")
-                for x in turns
-            )
-            / max(len(turns), 1)
+        return {
+            "format_rate": format_rate(trajectories),
+            **success_by(trajectories, lambda t: parse_task_id(str(t.task_id))[0]),
         }
-        by: dict[str, list[bool]] = {}
-        for t in trajectories:
-            by.setdefault(parse_task_id(str(t.task_id))[0], []).append(t.success)
-        for name, v in sorted(by.items()):
-            out[f"success/{name}"] = sum(v) / len(v)
-        return out
 
     def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
         """Success of a random clicker (``gui.web.oracle.random_click_policy``) on these tasks."""
@@ -146,21 +142,7 @@ class WebWorld(World):
 
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         """Per episode: each turn's page with its action drawn, and a JSON record."""
-        from perception_tools.annotate import tile_images
-        from vlagent.viz import save_png
-
-        for k, t in enumerate(trajectories):
-            screens = t.extras.get("screens", [])
-            tiles = [
-                annotate_turn(sc, x, i)
-                for i, (sc, x) in enumerate(zip(screens, t.turns, strict=False))
-            ]
-            if not tiles:
-                continue
-            save_png(tile_images(tiles, cols=len(tiles)), Path(folder) / f"{name}_{k:02d}.png")
-            save_episode_record(
-                t, Path(folder) / f"{name}_{k:02d}.json", ("text", "action", "reward_terms")
-            )
+        save_turn_pictures(trajectories, folder, name)
 
     def close(self) -> None:
         for pool in self._pools.values():
