@@ -71,6 +71,12 @@ def run_seed(
         if not (Path(sft_dir) / "config.json").is_file():
             raise SystemExit(f"--sft-from: {sft_dir} is not a checkpoint (no config.json)")
         return _train_algos(seed, algos, out, samples, overrides, sft_dir, base)
+    return _train_algos(seed, algos, out, samples, overrides, sft_start(seed, out, base), base)
+
+
+def sft_start(seed: int, out: Path, base: Any) -> str:
+    """The quickstart's SFT phase for ``seed`` (tiny model ``tiny_seed = seed``, the seed's own
+    demonstrations, until plateau) under ``out/seed_{seed}``; returns the checkpoint folder."""
     model = dataclasses.replace(
         base.model, path=str(out / f"seed_{seed}" / "model"), tiny_seed=seed
     )
@@ -84,8 +90,7 @@ def run_seed(
         run=dataclasses.replace(base.run, out_dir=str(out / f"seed_{seed}" / "sft")),
     )
     ensure_model(sft_cfg.model)
-    sft = run_sft(sft_cfg)
-    return _train_algos(seed, algos, out, samples, overrides, sft.final_dir, base)
+    return run_sft(sft_cfg).final_dir
 
 
 def _train_algos(

@@ -19,20 +19,19 @@ Run from the repository root (``experiments`` is not an installed package).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
+from experiments.algos import sft_start
 from vlagent.config import RECIPES_DIR, load_config
 from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_write_json
 from vlagent.models.loading import load_policy
-from vlagent.train.common import ensure_model, quiet_transformers
+from vlagent.train.common import quiet_transformers
 from vlagent.train.grpo import run_grpo
-from vlagent.train.sft import run_sft
 from vlagent.worlds import make_world
 
 log = logging.getLogger(__name__)
@@ -81,20 +80,8 @@ def run_seed(seed: int, arms: list[str], out: Path, overrides: list[str]) -> dic
     base = load_config(
         RECIPES_DIR / "quickstart.yaml", [f"run.seed={seed}", "run.progress=false", *overrides]
     )
-    sft_cfg = dataclasses.replace(
-        base,
-        recipe="sft",
-        model=dataclasses.replace(
-            base.model, path=str(out / f"seed_{seed}" / "model"), tiny_seed=seed
-        ),
-        task=dataclasses.replace(
-            base.task, demo_seed_offset=base.task.demo_seed_offset + seed * 100_000
-        ),
-        run=dataclasses.replace(base.run, out_dir=str(out / f"seed_{seed}" / "sft")),
-    )
-    ensure_model(sft_cfg.model)
-    sft = run_sft(sft_cfg)
-    row: dict[str, Any] = {"seed": seed, "sft": held_out(sft.final_dir, base), "arms": {}}
+    sft_dir = sft_start(seed, out, base)
+    row: dict[str, Any] = {"seed": seed, "sft": held_out(sft_dir, base), "arms": {}}
     for arm in arms:
         cfg = load_config(
             RECIPES_DIR / "quickstart.yaml",
@@ -102,7 +89,7 @@ def run_seed(seed: int, arms: list[str], out: Path, overrides: list[str]) -> dic
                 f"run.seed={seed}",
                 "run.progress=false",
                 "recipe=grpo",
-                f"model.path={sft.final_dir}",
+                f"model.path={sft_dir}",
                 "model.build_tiny=false",
                 f"run.out_dir={out / f'seed_{seed}' / arm}",
                 *overrides,

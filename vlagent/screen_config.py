@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from vlagent.errors import ConfigError
+from vlagent.world_config import TurnPromptConfig
 
 
 def _check(cond: bool, field: str, msg: str) -> None:
@@ -18,37 +19,7 @@ def _check(cond: bool, field: str, msg: str) -> None:
 
 
 @dataclasses.dataclass
-class _TurnPrompt:
-    keep_images: int = 1
-    """The last k screenshots are images (k >= 1); older turns appear only as text."""
-    max_text_turns: int = 8
-    """At most this many past actions are listed as text (the most recent ones)."""
-    screen_width: int = 256
-    """Screenshots are resized to this width in pixels before the processor (0: keep)."""
-    screen_height: int = 192
-    """Screenshots are resized to this height in pixels before the processor (0: keep)."""
-    reward: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {"success": 1.0, "invalid_action": -0.1}
-    )
-    """The env's reward terms (weights of ``success`` and ``invalid_action``): the trainer
-    reads them from ``info["reward_terms"]`` and never recomputes them."""
-
-    def _check_prompt(self, section: str) -> None:
-        _check(1 <= self.keep_images <= 8, f"{section}.keep_images", "must be in [1, 8]")
-        _check(self.max_text_turns >= 0, f"{section}.max_text_turns", "must be >= 0")
-        for name in ("screen_width", "screen_height"):
-            v = getattr(self, name)
-            _check(v == 0 or 32 <= v <= 4096, f"{section}.{name}", "must be 0 or in [32, 4096]")
-        unknown = set(self.reward) - {"success", "invalid_action"}
-        _check(
-            not unknown,
-            f"{section}.reward",
-            f"unknown terms {sorted(unknown)}; known: success, invalid_action",
-        )
-
-
-@dataclasses.dataclass
-class DesktopConfig(_TurnPrompt):
+class DesktopConfig(TurnPromptConfig):
     """OSWorld-format tasks on a local Xvfb desktop (world ``desktop``, ``gui.osworld``)."""
 
     train_suite: str = "local"
@@ -64,8 +35,13 @@ class DesktopConfig(_TurnPrompt):
     step_timeout: float = 10.0
     """Seconds one action or evaluator command may take before it is killed (episode error)."""
 
+    screen_width: int = 256
+    """Screenshots are resized to this width in pixels before the processor (0: keep)."""
+    screen_height: int = 192
+    """Screenshots are resized to this height in pixels before the processor (0: keep)."""
+
     def __post_init__(self) -> None:
-        self._check_prompt("desktop")
+        self.check_prompt("desktop")
         _check(320 <= self.width <= 3840, "desktop.width", "must be in [320, 3840]")
         _check(240 <= self.height <= 2160, "desktop.height", "must be in [240, 2160]")
         _check(1 <= self.max_steps <= 100, "desktop.max_steps", "must be in [1, 100]")
@@ -73,18 +49,20 @@ class DesktopConfig(_TurnPrompt):
 
 
 @dataclasses.dataclass
-class WebConfig(_TurnPrompt):
+class WebConfig(TurnPromptConfig):
     """MiniWoB++ tasks in headless Chromium (world ``web``, ``gui.web``)."""
 
     tasks: list[str] = dataclasses.field(default_factory=list)
     """MiniWoB++ task names (empty: the bundled suite ``gui.web.suite.MINIWOB_SUITE``)."""
     screen_width: int = 160
+    """Page screenshots (160×210 CSS pixels) are resized to this width (0: keep)."""
     screen_height: int = 210
+    """Page screenshots are resized to this height (0: keep)."""
     max_browsers: int = 8
     """At most this many episodes run at once (one Chromium each, reused across episodes)."""
 
     def __post_init__(self) -> None:
-        self._check_prompt("web")
+        self.check_prompt("web")
         _check(1 <= self.max_browsers <= 64, "web.max_browsers", "must be in [1, 64]")
         _check(
             all(isinstance(t, str) and t for t in self.tasks),

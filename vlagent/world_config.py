@@ -396,18 +396,10 @@ class LoopConfig:
 
 
 @dataclasses.dataclass
-class AppsConfig:
-    """Multi-step phone tasks (world ``apps``): suites, what each turn shows, the env's reward."""
+class TurnPromptConfig:
+    """What each turn of a screen world shows and how its env scores (the ``apps`` adapter's
+    fields; the ``apps``, ``desktop`` and ``web`` sections share them)."""
 
-    train_suite: str = "toggles"
-    """Training tasks: ``toggles`` (the generated Settings-toggle suites) or a suite name /
-    JSON file path that ``gui.apps.load_suites`` accepts."""
-    eval_suite: str = "toggles"
-    """Held-out tasks (``toggles``: the held-out half of the generated suites)."""
-    train_seeds: int = 3
-    """Toggle suites: phone-state seeds per single-toggle training task (at most 100)."""
-    heldout_seeds: int = 2
-    """Toggle suites: unseen phone-state seeds per single-toggle held-out task."""
     keep_images: int = 1
     """The last k screenshots are images (k >= 1); older turns appear only as text."""
     max_text_turns: int = 8
@@ -419,25 +411,44 @@ class AppsConfig:
     reward: dict[str, float] = dataclasses.field(
         default_factory=lambda: {"success": 1.0, "invalid_action": -0.1}
     )
-    """The env's reward terms (``gui.apps.episode.RewardConfig``): the trainer reads them from
-    ``info["reward_terms"]`` and never recomputes them."""
+    """The env's reward terms (weights of ``success`` and ``invalid_action``): the trainer
+    reads them from ``info["reward_terms"]`` and never recomputes them."""
 
-    def __post_init__(self) -> None:
-        _check(1 <= self.keep_images <= 8, "apps.keep_images", "must be in [1, 8]")
-        _check(self.max_text_turns >= 0, "apps.max_text_turns", "must be >= 0")
+    def check_prompt(self, section: str) -> None:
+        """Validate the shared fields, naming them ``section.field``."""
+        _check(1 <= self.keep_images <= 8, f"{section}.keep_images", "must be in [1, 8]")
+        _check(self.max_text_turns >= 0, f"{section}.max_text_turns", "must be >= 0")
         for name in ("screen_width", "screen_height"):
             v = getattr(self, name)
-            _check(v == 0 or 32 <= v <= 4096, f"apps.{name}", "must be 0 or in [32, 4096]")
+            _check(v == 0 or 32 <= v <= 4096, f"{section}.{name}", "must be 0 or in [32, 4096]")
+        unknown = set(self.reward) - {"success", "invalid_action"}
+        _check(
+            not unknown,
+            f"{section}.reward",
+            f"unknown terms {sorted(unknown)}; known: success, invalid_action",
+        )
+
+
+@dataclasses.dataclass
+class AppsConfig(TurnPromptConfig):
+    """Multi-step phone tasks (world ``apps``): suites, what each turn shows, the env's reward."""
+
+    train_suite: str = "toggles"
+    """Training tasks: ``toggles`` (the generated Settings-toggle suites) or a suite name /
+    JSON file path that ``gui.apps.load_suites`` accepts."""
+    eval_suite: str = "toggles"
+    """Held-out tasks (``toggles``: the held-out half of the generated suites)."""
+    train_seeds: int = 3
+    """Toggle suites: phone-state seeds per single-toggle training task (at most 100)."""
+    heldout_seeds: int = 2
+    """Toggle suites: unseen phone-state seeds per single-toggle held-out task."""
+
+    def __post_init__(self) -> None:
+        self.check_prompt("apps")
         _check(  # toggle suites: training seeds 100 x 100 and up are the held-out seeds
             1 <= self.train_seeds <= 100, "apps.train_seeds", "must be in [1, 100]"
         )
         _check(self.heldout_seeds >= 0, "apps.heldout_seeds", "must be >= 0")
-        unknown = set(self.reward) - {"success", "invalid_action"}
-        _check(
-            not unknown,
-            "apps.reward",
-            f"unknown terms {sorted(unknown)}; known: success, invalid_action",
-        )
 
 
 ROBOT_SUITES = ("own", "metaworld", "libero")
