@@ -46,8 +46,9 @@ fi
 # data = datasets + pyarrow (Parquet and `datasets` folders); track = wandb (offline in tests);
 # robot = mujoco (sim/robot scenes; offscreen rendering via MUJOCO_GL=egl, or osmesa);
 # web = miniwob + selenium (MiniWoB++ env; the HTML report's browser test); desktop = mss +
-# python-xlib (screenshots and window lists of the local X desktop, gui/osworld).
-EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot,web,desktop}
+# python-xlib (screenshots and window lists of the local X desktop, gui/osworld); dist = ray
+# (env workers, vlagent/rollout/ray_envs.py; its tests run a local Ray).
+EXTRAS=${VLAGENT_EXTRAS:-dev,android,data,track,robot,web,desktop,dist}
 if ! "$VENV/bin/python" -c "import vlagent, pytest, hypothesis" 2>/dev/null \
    || [ pyproject.toml -nt "$VENV/.vlagent-installed" ]; then
   echo "[setup] installing vlagent (editable) with extras [$EXTRAS]"

@@ -16,6 +16,9 @@ from pathlib import Path
 BENCHMARKS: dict[str, str] = {
     "grpo-vs-trl": "bench.grpo_vs_trl",
     "env-speed": "bench.env_speed",
+    "env-pool": "bench.env_pool",
+    "desktop-env": "bench.desktop_env",
+    "robot-env": "bench.robot_env",
 }
 REPO = Path(__file__).resolve().parent.parent
 
