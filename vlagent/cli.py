@@ -94,109 +94,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from vlagent.config import load_config
-    from vlagent.eval.evaluate import evaluate
-    from vlagent.eval.tables import benchmark_tables, render_markdown, write_tables
-    from vlagent.io import atomic_write_json
-    from vlagent.models.loading import load_policy
+    """``vlagent eval``: one config, named suites, or a comparison (``vlagent/eval/command.py``)."""
+    from vlagent.eval.command import eval_command
     from vlagent.train.common import quiet_transformers
-    from vlagent.worlds import make_world
 
-    if args.out.endswith(".json"):
-        raise VlagentError(
-            f"--out {args.out}: --out is the report folder (eval_summary.json, eval_table.json, "
-            "eval_table.md); write one JSON file with --json FILE"
-        )
     quiet_transformers()
-    overrides = list(args.overrides)
-    cfg = load_config(_config_path(args.config, None), overrides)
-    if args.standin_images:
-        standins = _make_standins(cfg, args)
-        overrides += [
-            f"task.annotation_file={standins.annotation_file}",
-            f"task.image_dir={standins.image_dir}",
-        ]
-        cfg = load_config(_config_path(args.config, None), overrides)
-    policy = load_policy(args.model, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
-    world = make_world(cfg, policy)
-    report = evaluate(
-        world,
-        policy,
-        "test",
-        cfg.eval.num_screens,
-        batch_size=cfg.eval.batch_size,
-        max_new_tokens=cfg.eval.max_new_tokens,
-        episodes_per_task=args.episodes,
-        keep_inputs=max(16, args.pictures),
-        temperature=args.temperature,
-        seed=cfg.run.seed,
-    )
-    ids = [t.task_id for t in report.trajectories]
-    out = {
-        "model": args.model,
-        "world": cfg.world,
-        **report.summary(),
-        "baselines": world.baselines(ids),
-    }
-    if args.pictures:
-        world.save_pictures(report.trajectories[: args.pictures], Path(args.pictures_dir), "eval")
-    folder = Path(args.out)
-    if args.trajectories:
-        _write_trajectories(world, report.trajectories, folder)
-    world.close()
-    atomic_write_json(folder / "eval_summary.json", out)
-    if args.json:
-        atomic_write_json(args.json, out)
-    sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
-    tables = benchmark_tables(
-        [dict(t.extras.get("meta") or {}) for t in report.trajectories],
-        [bool(t.success) for t in report.trajectories],
-    )
-    if tables is not None:
-        json_path, md_path = write_tables(tables, folder)
-        sys.stdout.write("\n" + render_markdown(tables))
-        sys.stdout.write(f"\ntables written to {json_path} and {md_path}\n")
-    return 0
-
-
-def _write_trajectories(world: Any, trajectories: list[Any], folder: Path) -> None:
-    """``folder/trajectories.jsonl`` + ``folder/images/`` (screenshots re-read from the world
-    for episodes whose inputs the evaluation released)."""
-    from vlagent.eval.trajectory_log import write_trajectories_jsonl
-
-    if not hasattr(world, "sample"):
-        raise VlagentError(
-            f"--trajectories: world {type(world).__name__} is not a grounding world; "
-            "trajectory JSONL holds grounding episodes"
-        )
-    path = folder / "trajectories.jsonl"
-    n = write_trajectories_jsonl(
-        trajectories, path, folder / "images", image_of=lambda t: world.sample(t.task_id).image
-    )
-    sys.stderr.write(f"{n} episodes written to {path}\n")
-
-
-def _make_standins(cfg: Any, args: argparse.Namespace) -> Any:
-    """Stand-in screenshots for the records ``vlagent eval`` will run (see sim.screens.standins)."""
-    from sim.screens.standins import make_standins
-
-    task, n = cfg.task, cfg.eval.num_screens
-    if task.source != "screenspot":
-        raise VlagentError(
-            f"--standin-images needs task.source=screenspot (an annotation file), got {task.source!r}"
-        )
-    made = make_standins(
-        task.annotation_file,
-        args.standin_images,
-        version=task.screenspot_version,
-        limit=n if n > 0 else None,
-        max_side=args.standin_max_side,
-    )
-    sys.stderr.write(
-        f"stand-in images: {made.images} images for {made.records} records in {made.image_dir} "
-        f"({made.scaled} downscaled); annotations {made.annotation_file}\n"
-    )
-    return made
+    return eval_command(args)
 
 
 def cmd_make_standins(args: argparse.Namespace) -> int:
@@ -240,6 +143,8 @@ def cmd_envs(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from vlagent.eval.command import add_eval_arguments
+
     parser = argparse.ArgumentParser(prog="vlagent", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -265,44 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: cmd_train(a, "sft"))
 
     p = sub.add_parser(
-        "eval", help="held-out success of a checkpoint in the config's world (greedy episodes)"
+        "eval",
+        help="held-out success of a checkpoint in a config's world or on named suites "
+        "(--suite list), or a comparison of two eval folders (--compare A B)",
     )
-    p.add_argument("--model", default=None, help="checkpoint folder or hub id (required)")
-    p.add_argument(
-        "--out",
-        default="runs/eval",
-        help="report folder: eval_summary.json, and for ScreenSpot-style data eval_table.json "
-        "+ eval_table.md (per platform/group x text/icon) (default: runs/eval)",
-    )
-    p.add_argument("--episodes", type=int, default=1, help="episodes per task (reset seeds 0..k-1)")
-    p.add_argument(
-        "--temperature",
-        type=float,
-        default=None,
-        help="sample at this temperature instead of greedy decoding (with --episodes k: k "
-        "samples per task, e.g. for rejection sampling)",
-    )
-    p.add_argument(
-        "--trajectories",
-        action="store_true",
-        help="grounding worlds: also write OUT/trajectories.jsonl (+ OUT/images/), readable back "
-        "as training data with task.data.preset=vlagent_trajectory",
-    )
-    p.add_argument("--pictures", type=int, default=0, help="save this many annotated episodes")
-    p.add_argument("--pictures-dir", default="runs/eval_pictures", help="where pictures go")
-    p.add_argument(
-        "--standin-images",
-        default=None,
-        metavar="DIR",
-        help="draw stand-in screenshots for task.annotation_file into DIR and evaluate on them "
-        "(when the real ScreenSpot images are not at hand)",
-    )
-    p.add_argument(
-        "--standin-max-side",
-        type=int,
-        default=0,
-        help="downscale stand-ins (image and bbox) whose longer side exceeds this (0: full size)",
-    )
+    add_eval_arguments(p)
     _add_config_args(p, None)
     p.set_defaults(func=cmd_eval)
 
@@ -369,22 +241,8 @@ def cmd_osworld_check(args: argparse.Namespace) -> int:
 
 
 def _add_report_commands(sub: Any) -> None:
-    """``vlagent report RUN_DIR [--out DIR]``, and ``--report`` / ``--compare A B`` on ``eval``."""
-    ev = sub.choices["eval"]
-    ev.add_argument(
-        "--report",
-        action="store_true",
-        help="after evaluating, write the HTML report into OUT/report/ (see docs/REPORTS.md)",
-    )
-    ev.add_argument(
-        "--compare",
-        nargs=2,
-        metavar=("RUN_A", "RUN_B"),
-        default=None,
-        help="evaluate nothing: write a side-by-side HTML report of two eval/run folders into "
-        "--out (default runs/compare)",
-    )
-    ev.set_defaults(func=cmd_eval_report)
+    """``vlagent report RUN_DIR [--out DIR]`` (``eval --report`` / ``--compare A B`` are
+    arguments of ``eval``: ``vlagent/eval/command.py``)."""
     p = sub.add_parser("report", help="write the HTML report of a run or eval folder")
     p.add_argument("run_dir", help="run folder, eval --out folder or quickstart root")
     p.add_argument("--out", default=None, help="report folder (default: RUN_DIR/report)")
@@ -397,25 +255,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     index = write_report(args.run_dir, args.out)
     sys.stdout.write(f"report written to {index}\n")
     return 0
-
-
-def cmd_eval_report(args: argparse.Namespace) -> int:
-    """``vlagent eval`` with the report flags: compare two folders, or evaluate (then report)."""
-    from vlagent.eval.report import write_compare, write_report
-
-    if args.compare:
-        out = args.out if args.out != "runs/eval" else "runs/compare"
-        index = write_compare(args.compare[0], args.compare[1], out)
-        sys.stdout.write(f"comparison written to {index}\n")
-        return 0
-    if not args.model:
-        raise VlagentError("eval: --model is required (unless --compare RUN_A RUN_B)")
-    code = cmd_eval(args)
-    if code == 0 and args.report:
-        extra = (Path(args.pictures_dir),) if args.pictures else ()
-        index = write_report(args.out, Path(args.out) / "report", extra_sample_dirs=extra)
-        sys.stdout.write(f"report written to {index}\n")
-    return code
 
 
 def main(argv: list[str] | None = None) -> int:

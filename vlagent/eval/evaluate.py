@@ -3,7 +3,9 @@
 ``evaluate(world, policy, "test", n)`` runs one greedy episode on each of the split's first
 ``n`` tasks and reports the success rate with its 95 % Wilson interval, the mean reward and each
 reward term, mean turns and generated tokens, plus the world's own metrics (``World.summarize``:
-e.g. the grounding accuracy and format rate, the tool calls per episode, the per-app success).
+e.g. the grounding accuracy and format rate, the tool calls per episode, the per-app success),
+the success per category of each ``World.categories`` key with counts and intervals, and avg@k /
+pass@k over the ``episodes_per_task`` episodes of each task (``vlagent.eval.categories``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from vlagent.eval.categories import at_k, category_tables
 from vlagent.eval.stats import wilson_interval
 from vlagent.rollout.runner import EpisodeSpec
 from vlagent.rollout.trajectory import Trajectory
@@ -27,6 +30,9 @@ class EvalReport:
         n: episodes; success_rate and its 95 % interval ``success_ci``.
         metrics: means over episodes (reward, terms, turns, tokens, the world's own metrics).
         trajectories: the episodes, in task order.
+        categories: ``{key: {value: {n, successes, success_rate, ci95}}}`` per
+            ``World.categories`` key (empty when the world names none).
+        sampling: avg@k and pass@k (``vlagent.eval.categories.at_k``).
     """
 
     n: int
@@ -34,6 +40,8 @@ class EvalReport:
     success_ci: tuple[float, float]
     metrics: dict[str, float]
     trajectories: list[Trajectory]
+    categories: dict[str, dict[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    sampling: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def accuracy(self) -> float:
@@ -41,6 +49,7 @@ class EvalReport:
         return self.success_rate
 
     def summary(self) -> dict[str, float]:
+        """The scalars (training logs them as ``val/<key>``); see :meth:`details`."""
         return {
             "n": float(self.n),
             "success_rate": self.success_rate,
@@ -48,6 +57,11 @@ class EvalReport:
             "success_ci_high": self.success_ci[1],
             **self.metrics,
         }
+
+    def details(self) -> dict[str, Any]:
+        """What ``eval_summary.json`` adds to :meth:`summary`: avg@k / pass@k keys and
+        ``category_tables``."""
+        return {**self.sampling, "category_tables": self.categories}
 
 
 def report_of(world: World, trajectories: Sequence[Trajectory]) -> EvalReport:
@@ -70,7 +84,16 @@ def report_of(world: World, trajectories: Sequence[Trajectory]) -> EvalReport:
             sum(t.reward_terms.get(name, 0.0) for t in trajectories) / d
         )
     metrics.update(world.summarize(trajectories))
-    return EvalReport(n, k / d, wilson_interval(k, n), metrics, list(trajectories))
+    ok = [bool(t.success) for t in trajectories]
+    return EvalReport(
+        n,
+        k / d,
+        wilson_interval(k, n),
+        metrics,
+        list(trajectories),
+        category_tables(getattr(world, "categories", lambda _t: {}), trajectories),
+        at_k([t.task_id for t in trajectories], ok),
+    )
 
 
 def evaluate(
@@ -126,8 +149,9 @@ def evaluate(
 
 
 def release_inputs(traj: Trajectory) -> None:
-    """Drop what only training and pictures need (token ids, pixel values, screenshots), so
-    an evaluation over many tasks holds the outcomes, not every prompt's tensors."""
+    """Drop what only training and pictures need (token ids, pixel values, screenshots, a
+    robot's camera frames), so an evaluation over many tasks holds the outcomes, not every
+    prompt's tensors."""
     traj.segments = []
-    for key in ("image", "images", "screens"):
+    for key in ("image", "images", "screens", "frames"):
         traj.extras.pop(key, None)

@@ -28,7 +28,7 @@ from vlagent.codec.gui_actions import GuiActionCodec, render_history_action
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
-from vlagent.world_config import AppsConfig
+from vlagent.world_config import AppsConfig, TurnPromptConfig
 from vlagent.worlds.base import Split, World, save_episode_record
 
 SYSTEM_PROMPT = (
@@ -38,7 +38,7 @@ SYSTEM_PROMPT = (
 )
 
 
-def resize_screen(image: np.ndarray, cfg: AppsConfig) -> np.ndarray:
+def resize_screen(image: np.ndarray, cfg: TurnPromptConfig) -> np.ndarray:
     """The screenshot at the configured size (uint8 (h, w, 3)); unchanged when a side is 0."""
     if not cfg.screen_width or not cfg.screen_height:
         return np.asarray(image, dtype=np.uint8)
@@ -48,7 +48,7 @@ def resize_screen(image: np.ndarray, cfg: AppsConfig) -> np.ndarray:
     return np.asarray(pil.resize((cfg.screen_width, cfg.screen_height), Image.BILINEAR))
 
 
-def turn_text(instruction: str, past_actions: Sequence[str], cfg: AppsConfig) -> str:
+def turn_text(instruction: str, past_actions: Sequence[str], cfg: TurnPromptConfig) -> str:
     """The user text of a turn: instruction, the most recent past actions, the request."""
     shown = list(past_actions)[-cfg.max_text_turns :] if cfg.max_text_turns else []
     first = len(past_actions) - len(shown) + 1
@@ -76,12 +76,15 @@ def element_boxes(obs: dict[str, Any]) -> list[tuple[float, float, float, float]
 class AppsAdapter:
     """Screens + history text → a fresh prompt each turn; reply → a GUI action.
 
-    ``cfg`` is an ``AppsConfig`` or any section with its prompt fields (``keep_images``,
-    ``max_text_turns``, ``screen_width``, ``screen_height``): the desktop and web worlds reuse
-    this adapter with their own sections and system prompts."""
+    ``cfg`` is a ``TurnPromptConfig`` section (``apps``, ``desktop``, ``web``): the desktop and
+    web worlds reuse this adapter with their own sections and system prompts."""
 
     def __init__(
-        self, processor: Any, codec: GuiActionCodec, cfg: Any, system: str = SYSTEM_PROMPT
+        self,
+        processor: Any,
+        codec: GuiActionCodec,
+        cfg: TurnPromptConfig,
+        system: str = SYSTEM_PROMPT,
     ) -> None:
         self.prompts = PromptCache(processor)
         self.codec, self.cfg, self.system = codec, cfg, system
@@ -239,6 +242,10 @@ class AppsWorld(World):
             "format_rate": format_rate(trajectories),
             **success_by(trajectories, lambda t: t.extras.get("template", "?")),
         }
+
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """The episode's task template (``set_toggles``, ``add_contact`` …)."""
+        return {"template": str(traj.extras.get("template") or "?")}
 
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         """Per episode: its screens side by side with each turn's action drawn, and a JSON

@@ -98,6 +98,12 @@ class World(abc.ABC):
         """World-specific means over episodes (added to the common ones)."""
         return {}
 
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """The episode's category under each key the world groups results by (``{"template":
+        "set_toggles"}``, ``{"task": "click-button"}``); the evaluator counts successes per
+        value with 95 % intervals (``eval_summary.json`` ``category_tables``). Default: none."""
+        return {}
+
     def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
         """Scores of trivial policies on these tasks (reported beside accuracies)."""
         return {}

@@ -131,6 +131,11 @@ class DesktopWorld(World):
             **success_by(trajectories, lambda t: apps.get(str(t.task_id), "?")),
         }
 
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """The task's ``related_apps`` (joined with commas) and the task id."""
+        apps = {t.id: ",".join(t.related_apps) or "?" for v in self._tasks.values() for t in v}
+        return {"app": apps.get(str(traj.task_id), "?"), "task": str(traj.task_id)}
+
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         """Per episode: each turn's screen with its action drawn (4 per row), a JSON record."""
         save_turn_pictures(trajectories, folder, name, cols=4)

@@ -193,6 +193,24 @@ class GroundingWorld(World):
             ),
         }
 
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """From the sample's meta, where present: the synthetic screens' ``reference`` (how the
+        instruction names the target: colour, text, icon …), ScreenSpot's ``platform``
+        (``platform`` or v1/v2 ``data_source``) and ``ui_type`` (``ui_type`` or ``data_type``),
+        and a data file's ``category``."""
+        meta = traj.extras.get("meta") or {}
+        out = {}
+        for key, names in (
+            ("reference", ("reference",)),
+            ("platform", ("platform", "data_source")),
+            ("ui_type", ("ui_type", "data_type")),
+            ("category", ("category",)),
+        ):
+            value = next((meta[k] for k in names if str(meta.get(k) or "").strip()), None)
+            if value is not None:
+                out[key] = str(value).strip().lower() if key != "category" else str(value)
+        return out
+
     def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
         """``random_click``: the exact expected accuracy of a uniformly random click (mean
         target area); ``center_click``: accuracy of always clicking (0.5, 0.5)."""

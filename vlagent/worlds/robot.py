@@ -271,6 +271,11 @@ class RobotWorld(World):
             out[f"success/{name}"] = sum(v) / len(v)
         return out
 
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """The task kind the env reported at reset (``reach``, ``push`` …; ``robot.task`` when
+        the episode never started)."""
+        return {"task": str(traj.extras.get("kind", self.cfg.robot.task))}
+
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         """Per episode: an animated GIF of its camera frames and a JSON record of its turns."""
         from vlagent.viz import save_gif
@@ -285,4 +290,5 @@ class RobotWorld(World):
                 Path(folder) / f"{name}_{k:02d}.json",
                 ("text", "invalid", "reward_terms"),
                 seed=t.seed,
+                kind=t.extras.get("kind"),
             )

@@ -125,6 +125,12 @@ class WebWorld(World):
             **success_by(trajectories, lambda t: parse_task_id(str(t.task_id))[0]),
         }
 
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """The MiniWoB task name (``click-button`` of ``click-button/1000003``)."""
+        from gui.web.suite import parse_task_id
+
+        return {"task": parse_task_id(str(traj.task_id))[0]}
+
     def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
         """Success of a random clicker (``gui.web.oracle.random_click_policy``) on these tasks."""
         from gui.web.miniwob_env import MiniWoBEnv

@@ -298,6 +298,11 @@ class ZoomWorld(GroundingWorld):
         )
         return out
 
+    def categories(self, traj: Trajectory) -> dict[str, str]:
+        """The grounding categories plus ``tool_calls``: how many zooms ran (0, 1, 2+)."""
+        calls = n_tool_calls(traj)
+        return {**super().categories(traj), "tool_calls": "2+" if calls >= 2 else str(calls)}
+
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:
         from vlagent.viz import save_png
         from vlagent.worlds.zoom_viz import render_episode

@@ -2,7 +2,8 @@
 the 95 % interval by a pooled two-proportion z test (|z| > 1.96).
 
 The test needs each rate's count: the summary's ``n`` for the headline success rate, the
-``eval_screens`` of a quickstart summary, and ``hits / n`` of each ScreenSpot table cell. Rows
+``eval_screens`` of a quickstart summary, ``hits / n`` of each ScreenSpot table cell, each
+category's ``n`` (``category_tables``), the episodes of avg@k and the tasks of pass@k. Rows
 without counts (``success/<name>`` of the apps and robot worlds, other metrics) show the
 difference and ``n/a`` for the test.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from vlagent.eval.report.categories import at_k_compare, category_compare
 from vlagent.eval.report.load import RunData, finite
 from vlagent.eval.report.tables import Cell, Table, num, pct
 
@@ -36,6 +38,7 @@ def two_proportion_z(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
 
 
 COLUMNS = ["", "A", "B", "B − A", "z", "outside 95 %"]
+_AT_K = ("avg@k", "pass@k", "pass@k_ci_low", "pass@k_ci_high")
 
 
 def _rate_row(
@@ -64,8 +67,9 @@ def overall_compare(a: RunData, b: RunData) -> Table | None:
         return None
     rows = [_rate_row("success_rate", "success rate", finite(sa.get("success_rate")),
                       finite(sb.get("success_rate")), finite(sa.get("n")), finite(sb.get("n")))]  # fmt: skip
+    rows += at_k_compare(a, b, _rate_row)
     for key in sorted(set(sa) | set(sb)):
-        if key in ("n", "success_rate", "success_ci_low", "success_ci_high"):
+        if key in ("n", "success_rate", "success_ci_low", "success_ci_high", *_AT_K):
             continue
         va, vb = finite(sa.get(key)), finite(sb.get(key))
         if va is None and vb is None:
@@ -116,5 +120,6 @@ def screenspot_compare(a: RunData, b: RunData) -> list[Table]:
 
 def compare_tables(a: RunData, b: RunData) -> list[Table]:
     """Every table both runs support, side by side."""
-    out = [overall_compare(a, b), stages_compare(a, b), *screenspot_compare(a, b)]
+    out = [overall_compare(a, b), stages_compare(a, b)]
+    out += [*category_compare(a, b, _rate_row, COLUMNS), *screenspot_compare(a, b)]
     return [t for t in out if t is not None]

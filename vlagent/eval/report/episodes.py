@@ -9,7 +9,8 @@ An episode is a JSON-ready dict::
                 "box": [x0, y0, x1, y1] | None, "target": [x0, y0, x1, y1] | None}}]}
 
 Overlay coordinates are normalized to [0, 1] of the step's image (as ``trajectories.jsonl``
-stores them). Pictures are checked with PIL before they are copied; an unreadable or missing one
+stores them). A robot episode's GIF (one camera frame per turn: the image the policy saw) is cut
+into per-step frames when its frame count matches the turns; otherwise every step shows the GIF. Pictures are checked with PIL before they are copied; an unreadable or missing one
 becomes a problem and the step shows no image.
 """
 
@@ -24,6 +25,9 @@ from vlagent.eval.report.load import Problem, RunData, finite, read_json_object
 
 MAX_EPISODES = 400
 """Episodes shown at most (the first ones); the report says when more were cut."""
+GIF_MS = 200
+"""Frame time of ``vlagent.viz.save_gif`` (its default, which the robot world uses). GIF writers
+merge equal consecutive frames into one longer frame: a frame of ``m * GIF_MS`` stands for m."""
 
 
 class Assets:
@@ -73,6 +77,40 @@ class Assets:
             im.crop(box).save(self.dir / name, format="PNG")
         self.done[Path(f"{src}#{tag}")] = f"assets/img/{name}"
         return f"assets/img/{name}"
+
+    def add_image(self, image: Any, src: Path, tag: str) -> str:
+        """A PNG copy of a PIL image taken from ``src`` (e.g. one GIF frame)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        name = f"{len(self.done)}_{tag}.png"
+        image.save(self.dir / name, format="PNG")
+        self.done[Path(f"{src}#{tag}")] = f"assets/img/{name}"
+        return f"assets/img/{name}"
+
+
+def gif_frames(gif: Path, n: int, assets: Assets) -> list[str | None] | None:
+    """Per-step PNGs of a robot episode GIF with ``n`` turns, or None when its frames (merged
+    runs expanded by their duration, :data:`GIF_MS`) are not ``n`` or it does not decode."""
+    from PIL import Image
+
+    try:
+        with Image.open(gif) as im:
+            frames, times = [], []
+            for i in range(int(getattr(im, "n_frames", 1))):
+                im.seek(i)
+                frames.append(im.convert("RGB"))
+                times.append(int(im.info.get("duration") or 0))
+    except Exception:  # PIL raises many types for damaged files; the GIF itself still shows
+        return None
+    if n < 1 or not frames:
+        return None
+    for base in dict.fromkeys([GIF_MS, min(times) or GIF_MS]):
+        counts = [max(1, round(t / base)) for t in times]
+        if sum(counts) == n:
+            break
+    else:
+        return None
+    saved = [assets.add_image(f, gif, f"f{i}") for i, f in enumerate(frames)]
+    return [rel for rel, c in zip(saved, counts, strict=True) for _ in range(c)]
 
 
 def _norm_list(value: Any, size: int) -> list[float] | None:
@@ -169,6 +207,8 @@ def from_samples(
             gif_rel = assets.add(gif) if gif.exists() else None
             if png.exists() and assets.add(png) is not None:
                 crops = _strip_crops(png, len(turns), assets) or [assets.add(png)] * len(turns)
+            elif gif_rel is not None:
+                crops = gif_frames(gif, len(turns), assets)
             elif not gif.exists():
                 data.problems.append(Problem(data.rel(rec_path), "has no .png or .gif beside it"))
             steps = []
@@ -187,7 +227,7 @@ def from_samples(
             episodes.append(
                 {
                     "id": data.rel(rec_path),
-                    "task": str(rec.get("task_id", "?")).split(":")[0],
+                    "task": str(rec.get("kind") or str(rec.get("task_id", "?")).split(":")[0]),
                     "instruction": str(rec.get("instruction", "")),
                     "success": bool(rec.get("success")),
                     "reward": finite(rec.get("reward")),

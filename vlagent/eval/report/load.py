@@ -10,7 +10,9 @@ Folder layouts read (see ``vlagent/train/outputs.py``, ``vlagent/quickstart.py``
 - eval ``--out``: ``eval_summary.json``, ``eval_table.json`` (ScreenSpot tables),
   ``trajectories.jsonl`` + ``images/`` (``--trajectories``, see ``eval/trajectory_log.py``);
 - a training run: ``metrics.jsonl``, ``samples/`` (``World.save_pictures``);
-- a quickstart root: ``summary.json``, ``<phase>/metrics.jsonl``, ``samples/``.
+- a quickstart root: ``summary.json``, ``<phase>/metrics.jsonl``, ``samples/``;
+- a ``vlagent eval --suite`` folder: ``suites.json`` (one row per suite; each suite's own
+  eval folder is ``<name>/``).
 
 ``samples/`` holds ``<name>.png`` / ``<name>.gif`` pictures, and for the apps and robot worlds a
 ``<name>.json`` record per episode (``task_id``, ``instruction``, ``success``, ``status``,
@@ -56,6 +58,7 @@ class RunData:
         metrics: every readable ``metrics.jsonl`` (root first, then ``<phase>/metrics.jsonl``).
         trajectories: ``(path, record)`` of each readable ``trajectories.jsonl`` line.
         sample_dirs: the ``samples`` folders found (and any extra picture folders given).
+        suites: the rows of ``suites.json`` (``vlagent eval --suite``), empty without one.
         problems: what could not be read.
     """
 
@@ -67,6 +70,7 @@ class RunData:
     trajectories: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     trajectories_file: Path | None = None
     sample_dirs: list[Path] = dataclasses.field(default_factory=list)
+    suites: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     problems: list[Problem] = dataclasses.field(default_factory=list)
 
     def rel(self, path: Path) -> str:
@@ -158,6 +162,15 @@ def load_run(root: str | Path, extra_sample_dirs: tuple[Path, ...] = ()) -> RunD
             data.summary_file, data.summary = name, obj
             break
     data.table = read_json_object(root / "eval_table.json", data)
+    suites = read_json_object(root / "suites.json", data)
+    if suites is not None:
+        rows = suites.get("suites")
+        if isinstance(rows, list):
+            data.suites = [r for r in rows if isinstance(r, dict)]
+        if not isinstance(rows, list) or len(data.suites) != len(rows):
+            data.problems.append(
+                Problem("suites.json", '"suites" is not a list of objects; rows skipped')
+            )
     for path in _metrics_files(root):
         data.metrics.append(MetricsFile(data.rel(path), read_jsonl(path, data, "metrics")))
     traj = root / "trajectories.jsonl"
@@ -185,7 +198,7 @@ def _note_missing(data: RunData) -> None:
                 "missing or unreadable: the evaluation's overall numbers are not in this report",
             )
         )
-    elif data.summary_file is None and not data.metrics:
+    elif data.summary_file is None and not data.metrics and not data.suites:
         data.problems.append(
             Problem(
                 ".",

@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any
 
 from vlagent.eval.report.load import RunData, finite
-from vlagent.eval.stats import wilson_interval
 
 
 @dataclasses.dataclass
@@ -59,6 +58,22 @@ def n_cell(n: float | None) -> Cell:
 RATE_COLUMNS = ["", "rate", "95 % low", "95 % high", "n"]
 
 _SKIP = ("success_ci_low", "success_ci_high", "n", "success_rate")
+AT_K_KEYS = ("k", "tasks", "avg@k", "pass@k", "pass@k_ci_low", "pass@k_ci_high")
+"""Summary keys shown by :func:`at_k_rows` (left out of the generic metric rows)."""
+
+
+def at_k_rows(summary: dict[str, Any]) -> list[tuple[str, list[Cell]]]:
+    """Overall-table rows: avg@k (n = episodes) and pass@k with its interval (n = tasks)."""
+    if finite(summary.get("pass@k")) is None:
+        return []
+    k = finite(summary.get("k"))
+    tag = f" (k={int(k)})" if k is not None else ""
+    avg = [Cell(f"avg@k{tag}"), rate_cell(finite(summary.get("avg@k"))), Cell(""), Cell(""),
+           n_cell(finite(summary.get("n")))]  # fmt: skip
+    lo, hi = finite(summary.get("pass@k_ci_low")), finite(summary.get("pass@k_ci_high"))
+    pas = [Cell(f"pass@k{tag}"), rate_cell(finite(summary.get("pass@k"))), *ci_cells(lo, hi),
+           n_cell(finite(summary.get("tasks")))]  # fmt: skip
+    return [("avg@k", avg), ("pass@k", pas)]
 
 
 def overall_table(data: RunData) -> Table | None:
@@ -73,9 +88,15 @@ def overall_table(data: RunData) -> Table | None:
     lo, hi = finite(s.get("success_ci_low")), finite(s.get("success_ci_high"))
     rows.append(("success_rate", [Cell("success rate"), rate_cell(rate), *ci_cells(lo, hi),
                                   n_cell(n)]))  # fmt: skip
+    rows += at_k_rows(s)
     for key in sorted(s):
         v = finite(s[key])
-        if key in _SKIP or key.startswith(("success/", "reward_terms/")) or v is None:
+        if (
+            key in _SKIP
+            or key in AT_K_KEYS
+            or key.startswith(("success/", "reward_terms/"))
+            or v is None
+        ):
             continue
         rows.append((key, [Cell(key), Cell(num(v), v), Cell(""), Cell(""), Cell("")]))
     title = f"Overall ({data.summary_file})"
@@ -219,14 +240,3 @@ def summary_tables(data: RunData) -> list[Table]:
     if not data.summary:
         out.append(last_val_table(data))
     return [t for t in out if t is not None]
-
-
-def success_counts(n: float | None, rate: float | None) -> tuple[int, int] | None:
-    """``(hits, n)`` from a rate and its count (hits rounded), None when either is unknown."""
-    if n is None or rate is None or n <= 0:
-        return None
-    return round(rate * n), int(n)
-
-
-def wilson(hits: int, n: int) -> tuple[float, float]:
-    return wilson_interval(hits, n)

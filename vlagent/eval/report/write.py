@@ -10,6 +10,7 @@ from html import escape
 from pathlib import Path
 
 from vlagent.errors import VlagentError
+from vlagent.eval.report.categories import category_bars, report_tables
 from vlagent.eval.report.compare import compare_tables
 from vlagent.eval.report.episodes import MAX_EPISODES, collect
 from vlagent.eval.report.load import RunData, load_run
@@ -21,7 +22,7 @@ from vlagent.eval.report.page import (
     table_html,
     viewer_html,
 )
-from vlagent.eval.report.tables import category_rates, reward_terms, summary_tables
+from vlagent.eval.report.tables import category_rates, reward_terms
 from vlagent.io import atomic_dir, atomic_write_text
 
 
@@ -33,7 +34,8 @@ def _load(run_dir: str | Path, extra: tuple[Path, ...] = ()) -> RunData:
 
 
 def _bars(data: RunData) -> dict[str, dict[str, float]]:
-    bars = {"success rate per task / app": category_rates(data)}
+    cats = category_bars(data)
+    bars = cats or {"success rate per task / app": category_rates(data)}
     for key, t in ((data.table or {}).get("tables") or {}).items():
         totals = t.get("row_totals") if isinstance(t, dict) else None
         if isinstance(totals, dict):
@@ -78,7 +80,7 @@ def write_report(
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "report"
     with atomic_dir(out) as tmp:
         episodes, gallery = collect(data, tmp, max_episodes)
-        tables = "".join(table_html(t) for t in summary_tables(data))
+        tables = "".join(table_html(t) for t in report_tables(data))
         sections = [
             (
                 "Summary",
