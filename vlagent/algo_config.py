@@ -135,6 +135,10 @@ class GRPOConfig:
     sampling (KV-cache expansion) and in the training forward. false = the plain path: HF
     ``generate`` on G copies of the prompt and a full forward per row (same math, slower;
     kept as the benchmark's "before" and as a fallback)."""
+    logits_chunk: int = 0
+    """Tokens per chunk through the LM head in the training forward and the log-prob recomputes:
+    only loss-mask positions get logits, this many at a time, recomputed in the backward (no
+    [rows, tokens, vocab] tensor; same distribution). 0 = all positions at once."""
 
     def __post_init__(self) -> None:
         _one_of(self.advantage, "grpo.advantage", ADVANTAGES)
@@ -229,6 +233,11 @@ class GRPOConfig:
             self.micro_batch_size >= 0,
             "grpo.micro_batch_size",
             f"must be >= 0, got {self.micro_batch_size}",
+        )
+        _check(
+            self.logits_chunk >= 0,
+            "grpo.logits_chunk",
+            f"must be >= 0 (0 = no chunking), got {self.logits_chunk}",
         )
         _check(
             self.warmup_steps >= 0, "grpo.warmup_steps", f"must be >= 0, got {self.warmup_steps}"

@@ -6,10 +6,15 @@ Two paths with the same math:
     full     every row runs prompt + continuation in one forward (left-padded prompts,
              right-padded continuations, continuation images in row order). Used for rows
              with tool images, with gradient checkpointing, or when sharing is switched off.
+
+With ``logits_chunk > 0`` either path stops at the decoder's last hidden states and sends only
+the loss-mask positions through the LM head, that many at a time (``rollout/chunked.py``): no
+``[n, T, V]`` logits; the same distribution (softmax of masked logits over the temperature).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +22,8 @@ import torch
 
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import mask_logits
-from vlagent.rollout.prefix import completion_logprobs_shared
+from vlagent.rollout.chunked import decoder_and_head, head_logprobs, scaled_logits, token_stats
+from vlagent.rollout.prefix import completion_logprobs_shared, prefill, text_positions
 from vlagent.rollout.rows import RowBatch, batch_prompts
 
 
@@ -58,6 +64,7 @@ def row_logprobs(
     forbidden: Sequence[int] | None = None,
     shared: bool = True,
     entropy_out: list[torch.Tensor] | None = None,
+    logits_chunk: int = 0,
 ) -> torch.Tensor:
     """Log-probs [n, T] of each row's continuation tokens (0 where ``batch.mask`` is 0).
 
@@ -68,10 +75,19 @@ def row_logprobs(
         forbidden: ids the sampler excluded from the distribution (vision placeholders).
         shared: use the shared-prefix path where it applies (text-only continuations).
         entropy_out: if a list, the detached per-token entropy [n, T] is appended to it.
+        logits_chunk: > 0: positions per chunk through the LM head, loss-mask positions only
+            (``rollout/chunked.py``); 0: the logits of all T positions at once.
     """
     device = next(model.parameters()).device
     mask = batch.mask.to(device)
     ids = batch.ids.to(device)
+    if logits_chunk > 0:
+        fn = _chunked_shared if shared and batch.text_only else _chunked_full
+        head = _HeadArgs(temperature, forbidden, logits_chunk, entropy_out is not None)
+        logp, ent = fn(model, batch, pad_id, mask, ids, head)
+        if entropy_out is not None:
+            entropy_out.append(ent)
+        return logp
     if shared and batch.text_only:
         prompts = batch_prompts(batch.prompts, pad_id).to(device)
         return completion_logprobs_shared(
@@ -96,3 +112,80 @@ def row_logprobs(
             entropy_out.append(entropy_of_logp(logp, mask))
     # where, not a product: observation tokens include image pads, whose log-prob is -inf.
     return torch.where(mask > 0, tok, torch.zeros_like(tok))
+
+
+@dataclasses.dataclass(frozen=True)
+class _HeadArgs:
+    """How the chunked paths send hidden states through the head (``head_logprobs``)."""
+
+    temperature: float
+    forbidden: Sequence[int] | None
+    chunk: int
+    entropy: bool
+
+    def kwargs(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "forbidden": self.forbidden,
+            "chunk": self.chunk,
+            "entropy": self.entropy,
+        }
+
+
+def _scatter(
+    n: int, t: int, parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """[n, T] log-probs (differentiable) and entropies from (rows, cols, logp, ent) pieces."""
+    ref = parts[0][2]
+    logp = torch.zeros(n, t, dtype=torch.float32, device=ref.device)
+    ent = torch.zeros(n, t, dtype=torch.float32, device=ref.device)
+    for r, c, lp, en in parts:
+        logp = logp.index_put((r, c), lp)
+        ent[r, c] = en.detach()
+    return logp, ent
+
+
+def _chunked_full(
+    model: Any, batch: RowBatch, pad_id: int, mask: torch.Tensor, ids: torch.Tensor, a: _HeadArgs
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Full path: one decoder forward per row, the loss positions' hidden states to the head."""
+    decoder, head = decoder_and_head(model)
+    n, t = ids.shape
+    inputs = {k: v.to(ids.device) for k, v in full_inputs(batch, pad_id).items()}
+    hidden = decoder(**inputs, use_cache=False)[0][:, -(t + 1) : -1]  # [n, T, H]
+    r, c = (mask > 0).nonzero(as_tuple=True)
+    lp, en = head_logprobs(head, hidden[r, c], ids[r, c], **a.kwargs())
+    return _scatter(n, t, [(r, c, lp, en)])
+
+
+def _chunked_shared(
+    model: Any, batch: RowBatch, pad_id: int, mask: torch.Tensor, ids: torch.Tensor, a: _HeadArgs
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shared path (``prefix.completion_logprobs_shared``'s positions): token 0 from the
+    prefill's last-position logits [U, V], tokens 1.. from the decoder's hidden states."""
+    device = ids.device
+    decoder, head = decoder_and_head(model)
+    n, t = ids.shape
+    prompts = batch_prompts(batch.prompts, pad_id).to(device)
+    row_prompt = batch.row_prompt.to(device)
+    cache, first, deltas = prefill(model, prompts)  # first: [U, V]
+    cache.batch_select_indices(row_prompt)
+    r0 = (mask[:, 0] > 0).nonzero(as_tuple=True)[0]
+    z0 = scaled_logits(first[row_prompt[r0]], a.forbidden, a.temperature)  # [n0, V]
+    lp0, en0 = token_stats(z0, ids[r0, 0])
+    parts = [(r0, torch.zeros_like(r0), lp0, en0)]
+    if t > 1:
+        att_prompt = prompts.inputs["attention_mask"][row_prompt]
+        valid = batch.valid.to(device=device, dtype=att_prompt.dtype)
+        att = torch.cat([att_prompt, valid], dim=1)[:, :-1]  # completion tokens 0..T-2 fed
+        hidden = decoder(
+            input_ids=ids[:, :-1],
+            cache=cache,
+            attention_mask=att,
+            position_ids=text_positions(att, deltas[row_prompt], t - 1),
+            use_cache=True,
+        )[0]  # [n, T-1, H]: position j predicts token j + 1
+        r, c = (mask[:, 1:] > 0).nonzero(as_tuple=True)
+        lp, en = head_logprobs(head, hidden[r, c], ids[r, c + 1], **a.kwargs())
+        parts.append((r, c + 1, lp, en))
+    return _scatter(n, t, parts)

@@ -4,6 +4,14 @@ Every world and every recipe uses it. Gradient accumulation is exact: each micro
 weighted by its share of the minibatch's normalizer (tokens for ``token_mean``, non-empty rows
 for the sequence-level modes), so accumulating micro-batches gives the same gradient as one
 forward over the whole minibatch.
+
+Rows whose advantage is 0 on every loss token add nothing to the loss or to its gradient when the
+loss has no KL term (``ppo_clip`` and ``gspo`` terms are ρ·A-shaped; there is no entropy bonus):
+their forward and backward are skipped, while the normalizer still counts them, so the gradient
+is the same. A minibatch left with nothing still takes its optimizer and scheduler step (with
+zero gradients, as before), so Adam's state and the LR schedule advance exactly as without the
+skip. Logged diagnostics (clip fractions, ratio, approx_kl, entropy) then average over the rows
+that ran.
 """
 
 from __future__ import annotations
@@ -69,6 +77,7 @@ def sequence_logprobs(
         forbidden=policy_forbidden_ids(policy),
         shared=g.shared_prefix and not g.gradient_checkpointing,
         entropy_out=entropy_out,
+        logits_chunk=g.logits_chunk,
     )
 
 
@@ -94,6 +103,18 @@ def reference_logprobs(policy: Any, reference: Any, rows: RowBatch, g: GRPOConfi
     return recompute_logprobs(dataclasses.replace(policy, model=reference), rows, g)
 
 
+def zero_advantage_rows(rows: RowBatch, mask: torch.Tensor) -> torch.Tensor:
+    """[N] bool: rows with no loss token (``mask`` [N, T] > 0) of nonzero advantage."""
+    adv = rows.advantages
+    adv_t = adv[:, None].expand_as(mask) if adv.dim() == 1 else adv  # [N, T]
+    return ~((adv_t != 0) & (mask > 0)).any(dim=1)
+
+
+def skipping_is_exact(g: GRPOConfig) -> bool:
+    """Whether a zero-advantage row contributes exactly nothing: no KL term in the loss."""
+    return g.kl_coef == 0 or g.kl_in_reward
+
+
 def policy_update(
     policy: Any,
     batch: UpdateBatch,
@@ -101,6 +122,8 @@ def policy_update(
     opt: torch.optim.Optimizer,
     sched: Any,
     shuffle_seed: int,
+    *,
+    skip_zero_adv: bool = True,
 ) -> dict[str, float]:
     """Run ``g.epochs`` × ``g.minibatches`` optimizer steps on ``batch``; return mean stats.
 
@@ -110,6 +133,12 @@ def policy_update(
         g: loss, clipping, aggregation, KL, batching and clipping knobs.
         opt, sched: the optimizer and (optional) LR scheduler, stepped once per minibatch.
         shuffle_seed: seeds the minibatch order.
+        skip_zero_adv: skip the forward/backward of zero-advantage rows where that is exact
+            (module docstring); False runs every row.
+    Returns:
+        Means over optimizer steps (``loss``, ``grad_norm``, the loss stats, ``entropy``), plus
+        ``optimizer_steps``, ``lr``, ``rows_skipped_zero_adv`` (rows never run) and
+        ``update_skipped`` (1 when no row ran at all).
     """
     model = policy.model
     model.train()
@@ -125,19 +154,25 @@ def policy_update(
         kl_coef=0.0 if g.kl_in_reward else g.kl_coef,
         kl_estimator=g.kl_estimator,
     )
+    skip = torch.zeros(n, dtype=torch.bool)
+    if skip_zero_adv and skipping_is_exact(g):
+        skip = zero_advantage_rows(rows, batch.mask)
     sums: dict[str, float] = defaultdict(float)
-    steps = 0
+    steps, dropped = 0, 0  # dropped: minibatches whose rows were all skipped
     gen = torch.Generator().manual_seed(shuffle_seed)
     params = [p for p in model.parameters() if p.requires_grad]
     for _ in range(g.epochs):
         order = torch.randperm(n, generator=gen) if g.minibatches > 1 else torch.arange(n)
         for mb in chunks(order, mb_size):
-            total = normalizer(batch.mask[mb], g.aggregation)
+            total = normalizer(batch.mask[mb], g.aggregation)  # skipped rows count here too
+            run = mb[~skip[mb]]
+            run_total = normalizer(batch.mask[run], g.aggregation)  # stats: over rows run
             opt.zero_grad(set_to_none=True)
             ent_sum, ent_tokens = 0.0, 0.0
-            for micro in chunks(mb, g.micro_batch_size):
+            for micro in chunks(run, g.micro_batch_size) if len(run) else []:
                 mask = batch.mask[micro]
-                share = normalizer(mask, g.aggregation) / total if total > 0 else 0.0
+                part = normalizer(mask, g.aggregation)
+                share = part / total if total > 0 else 0.0
                 if share == 0.0:
                     continue
                 ents: list[torch.Tensor] = []
@@ -162,15 +197,26 @@ def policy_update(
                 (loss * share).backward()
                 sums["loss"] += loss.item() * share
                 for k, v in stats.items():
-                    sums[k] += v * share
+                    sums[k] += v * (part / run_total)
+            empty = run_total == 0 and bool(skip[mb].any())
+            if empty:
+                dropped += 1
+                sums["loss"] += 0.0  # the loss of zero-advantage rows, logged as before
+                for p in params:  # the zero gradient the skipped backward would have left
+                    p.grad = torch.zeros_like(p)
             if g.max_grad_norm > 0:
                 sums["grad_norm"] += float(torch.nn.utils.clip_grad_norm_(params, g.max_grad_norm))
             opt.step()
             if sched is not None:
                 sched.step()
-            sums["entropy"] += ent_sum / max(ent_tokens, 1.0)
+            if not empty:
+                sums["entropy"] += ent_sum / max(ent_tokens, 1.0)
             steps += 1
-    out = {k: v / max(steps, 1) for k, v in sums.items()}
+    ran = max(steps - dropped, 1)
+    every_step = ("loss", "grad_norm")  # zero on dropped minibatches, as without the skip
+    out = {k: v / max(steps if k in every_step else ran, 1) for k, v in sums.items()}
     out["optimizer_steps"] = float(steps)
     out["lr"] = float(opt.param_groups[0]["lr"])
+    out["rows_skipped_zero_adv"] = float(skip.sum())
+    out["update_skipped"] = float(steps > 0 and dropped == steps)
     return out
