@@ -19,6 +19,8 @@ BENCHMARKS: dict[str, str] = {
     "env-pool": "bench.env_pool",
     "desktop-env": "bench.desktop_env",
     "robot-env": "bench.robot_env",
+    "flops": "bench.flops",
+    "logits-chunk": "bench.logits_chunk",
 }
 REPO = Path(__file__).resolve().parent.parent
 

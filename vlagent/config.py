@@ -60,6 +60,9 @@ class ModelConfig:
     """Parameter dtype: float32 | bfloat16 | float16 | auto."""
     device: str = "cpu"
     """Torch device: cpu | cuda | cuda:N."""
+    fuse_patch_embed: bool = True
+    """Compute the vision tower's patch-embedding Conv3d (kernel = stride) as the equal matmul on
+    flattened patches; the checkpoint's parameter names and shapes are unchanged."""
     lora: LoRAConfig = dataclasses.field(default_factory=LoRAConfig)
     """Parameter-efficient training (PEFT LoRA on the language model)."""
 
@@ -152,8 +155,17 @@ class RunConfig:
     A failed upload (no network, no token) is a warning; the run and its folder are kept."""
     hub_private: bool = True
     """Create the hub repo as private (when ``push_to_hub`` creates it)."""
+    env_workers: int = 0
+    """Ray env workers per split (the ``dist`` extra), for worlds whose envs can be built in
+    another process (``World.env_factory``: grounding, zoom); 0 = envs in this process. Raise
+    ``loop.env_threads`` too so one round's steps reach the workers together."""
 
     def __post_init__(self) -> None:
+        _check(
+            0 <= self.env_workers <= 1024,
+            "run.env_workers",
+            f"must be in [0, 1024] (0 = envs in this process), got {self.env_workers}",
+        )
         unknown = [s for s in self.report_to if s not in REPORT_SINKS]
         _check(
             not unknown,

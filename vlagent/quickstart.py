@@ -102,7 +102,12 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     e = cfg.eval
 
     def evaluate(path: str, stage: str) -> dict[str, Any]:
-        policy = load_policy(path, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
+        policy = load_policy(
+            path,
+            dtype=cfg.model.dtype,  # type: ignore[arg-type]
+            device=cfg.model.device,
+            fuse_patch_embed=cfg.model.fuse_patch_embed,
+        )
         world = make_world(cfg, policy)
         report = evaluate_world(
             world,

@@ -30,8 +30,9 @@ class DesktopConfig(TurnPromptConfig):
     """X screen width in pixels."""
     height: int = 768
     """X screen height in pixels."""
-    max_steps: int = 10
-    """Actions per episode before the episode is truncated (then evaluated)."""
+    max_steps: int = 15
+    """Actions per episode before the episode is truncated (then evaluated); the local suite's
+    longest oracle script takes 12."""
     step_timeout: float = 10.0
     """Seconds one action or evaluator command may take before it is killed (episode error)."""
 

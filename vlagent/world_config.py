@@ -377,8 +377,17 @@ class LoopConfig:
     """Size of the ``over_limit`` term (subtracted) when ``over_limit=penalize``."""
     batch_size: int = 64
     """Episodes advanced together per sampling call (memory bound)."""
+    env_threads: int = 1
+    """The env resets and steps of one round run on this many threads (slow envs mostly wait:
+    a desktop's settle time, a browser, Ray env workers); 1 = one after another on the runner's
+    thread. Trajectories are the same for any value."""
 
     def __post_init__(self) -> None:
+        _check(
+            1 <= self.env_threads <= 256,
+            "loop.env_threads",
+            f"must be in [1, 256] (1 = sequential), got {self.env_threads}",
+        )
         for name in ("max_turns", "max_images", "max_episode_tokens"):
             value = getattr(self, name)
             _check(value >= 0, f"loop.{name}", f"must be >= 0, got {value}")

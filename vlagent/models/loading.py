@@ -98,6 +98,7 @@ def load_policy(
     device: str = "cpu",
     attn_implementation: str | None = None,
     local_files_only: bool | None = None,
+    fuse_patch_embed: bool = True,
 ) -> Policy:
     """Load a Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint and its processor.
 
@@ -107,6 +108,8 @@ def load_policy(
         device: torch device for the model ("cpu", "cuda", "cuda:1").
         attn_implementation: e.g. "sdpa", "flash_attention_2"; None lets transformers choose.
         local_files_only: forbid network access; defaults to True for local folders.
+        fuse_patch_embed: compute the vision patch-embedding Conv3d as an equal matmul
+            (``vlagent/models/patch_embed.py``); parameter names and shapes are unchanged.
 
     Returns:
         A ``Policy``.
@@ -129,6 +132,10 @@ def load_policy(
         processor = AutoProcessor.from_pretrained(source, local_files_only=offline)
     except OSError as exc:
         raise ModelError(f"could not load checkpoint {source!r}: {exc}") from exc
+    if fuse_patch_embed:
+        from vlagent.models.patch_embed import fuse_patch_embed as fuse
+
+        fuse(model)
     model.to(device)
     # Left padding lets a batch of prompts end at the same column for generation.
     processor.tokenizer.padding_side = "left"

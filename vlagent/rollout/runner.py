@@ -9,11 +9,17 @@ task id and seed, so they start from the same state.
 
 A backend that raises in ``reset`` or ``step`` ends only its episode (``Trajectory.error``,
 reward NaN); the others and the caller carry on.
+
+The env resets and steps of a round can run on ``env_threads`` threads (``rollout/env_steps.py``):
+slow envs mostly wait. Everything else (tokenizer, adapter, demonstrator, trajectories) stays on
+the caller's thread in episode order, so the trajectories are the same for any thread count.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
@@ -22,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vlagent.rollout.engine import sample_turns
+from vlagent.rollout.env_steps import call_all, env_executor, reset_env, step_env
 from vlagent.rollout.trajectory import Trajectory, Turn
 
 log = logging.getLogger(__name__)
@@ -139,18 +146,32 @@ class _Slot:
         self.info: dict[str, Any] = {}
 
 
-def _start(slot: _Slot, make_env: EnvFactory, adapter: Adapter) -> None:
-    traj = slot.traj
-    try:
-        slot.env = make_env()
-        slot.obs, slot.info = slot.env.reset(seed=traj.seed, options={"task_id": traj.task_id})
-    except Exception as err:  # a backend that cannot start ends only this episode
-        traj.error, traj.status = f"reset: {type(err).__name__}: {err}", "error"
-        log.warning("episode %s could not start: %s", traj.task_id, traj.error)
-        return
-    traj.info = dict(slot.info)
-    traj.instruction = str(slot.obs.get("instruction", ""))
-    adapter.start(traj, slot.obs, slot.info)
+Executor = concurrent.futures.Executor | None
+
+
+def _not_started(traj: Trajectory, err: Exception) -> None:
+    traj.error, traj.status = f"reset: {type(err).__name__}: {err}", "error"
+    log.warning("episode %s could not start: %s", traj.task_id, traj.error)
+
+
+def _start_all(slots: list[_Slot], make_env: EnvFactory, adapter: Adapter, pool: Executor) -> None:
+    """Make each episode's env here (world factories need not be thread-safe), reset them on
+    ``pool``, then start the adapter's contexts in episode order."""
+    for s in slots:
+        try:
+            s.env = make_env()
+        except Exception as err:  # a backend that cannot start ends only this episode
+            _not_started(s.traj, err)
+    ready = [s for s in slots if s.env is not None]
+    calls = [functools.partial(reset_env, s.env, s.traj.seed, s.traj.task_id) for s in ready]
+    for s, out in zip(ready, call_all(calls, pool), strict=True):
+        if isinstance(out, Exception):
+            _not_started(s.traj, out)
+            continue
+        s.obs, s.info = out
+        s.traj.info = dict(s.info)
+        s.traj.instruction = str(s.obs.get("instruction", ""))
+        adapter.start(s.traj, s.obs, s.info)
 
 
 def _end_over_limit(traj: Trajectory, turn: Turn, reason: str, limits: Limits) -> None:
@@ -164,14 +185,21 @@ def _end_over_limit(traj: Trajectory, turn: Turn, reason: str, limits: Limits) -
         traj.mask_out()
 
 
-def _step_env(slot: _Slot, turn: Turn, action: Any, adapter: Adapter) -> None:
+def _step_all(steps: list[tuple[_Slot, Turn]], adapter: Adapter, pool: Executor) -> None:
+    """Step each episode's env with its turn's action (on ``pool``), then record the outcomes
+    in episode order."""
+    calls = [functools.partial(step_env, s.env, turn.action) for s, turn in steps]
+    for (s, turn), out in zip(steps, call_all(calls, pool), strict=True):
+        _record_step(s, turn, out, adapter)
+
+
+def _record_step(slot: _Slot, turn: Turn, out: Any, adapter: Adapter) -> None:
     traj = slot.traj
-    try:
-        obs, reward, terminated, truncated, info = slot.env.step(action)
-    except Exception as err:  # simulator raised / device gone: end this episode, keep the rest
-        traj.error, traj.status = f"step {len(traj.turns)}: {type(err).__name__}: {err}", "error"
+    if isinstance(out, Exception):  # simulator raised / device gone: end this episode only
+        traj.error, traj.status = f"step {len(traj.turns)}: {type(out).__name__}: {out}", "error"
         log.warning("episode %s crashed: %s", traj.task_id, traj.error)
         return
+    obs, reward, terminated, truncated, info = out
     turn.info = dict(info)
     terms = info.get("reward_terms") or {"env": float(reward)}
     turn.reward_terms = {k: float(v) for k, v in terms.items()}
@@ -198,7 +226,9 @@ def _after_turn(
     adapter: Adapter,
     limits: Limits,
     tokenizer: Any,
-) -> None:
+) -> Turn | None:
+    """Record a policy turn and read it; the turn when its action goes to ``env.step`` (the
+    caller steps the env and records the outcome: :func:`_step_all`), else None."""
     traj = slot.traj
     seg_index = len(traj.segments) - 1
     start, end = traj.segment.append(ids, policy=True, logprobs=logps)
@@ -208,16 +238,17 @@ def _after_turn(
     if not hit_eos and limits.over_limit != "none":
         full = end - start >= limits.max_turn_tokens
         _end_over_limit(traj, turn, "max_turn_tokens" if full else "max_episode_tokens", limits)
-        return
+        return None
     last = len(traj.turns) >= limits.max_turns or traj.n_generated >= limits.episode_tokens
     decision = adapter.read(traj, turn, last)
     turn.kind, turn.action = decision.kind, decision.action
     if decision.kind == "env":
-        _step_env(slot, turn, decision.action, adapter)
-    elif decision.kind == "over_limit":
+        return turn
+    if decision.kind == "over_limit":
         _end_over_limit(traj, turn, decision.reason or _spent(traj, limits), limits)
     elif last and limits.over_limit != "none":
         _end_over_limit(traj, turn, _spent(traj, limits), limits)
+    return None
 
 
 def _spent(traj: Trajectory, limits: Limits) -> str:
@@ -239,6 +270,7 @@ def run_episodes(
     chunk_size: int = 64,
     shared_prefix: bool = True,
     policy_version: int = 0,
+    env_threads: int = 1,
 ) -> list[Trajectory]:
     """Run one episode per spec to its end (env termination, truncation, limit, crash).
 
@@ -255,66 +287,93 @@ def run_episodes(
         chunk_size: episodes advanced together (memory bound of one sampling call).
         shared_prefix: let the sampler share prefills between equal prompts.
         policy_version: recorded on every trajectory.
+        env_threads: threads that run the env resets and steps of one round (1: one after
+            another on this thread); ``make_env`` is always called on this thread.
 
     Returns:
         The trajectories in ``specs`` order.
+
+    Raises:
+        ValueError: ``env_threads`` < 1.
     """
     tokenizer = policy.tokenizer
-    eos = int(tokenizer.eos_token_id)
     trajs = [
         Trajectory(s.task_id, s.seed, s.group_id, policy_version=policy_version) for s in specs
     ]
-    for lo in range(0, len(trajs), chunk_size):
-        slots = [_Slot(t) for t in trajs[lo : lo + chunk_size]]
-        chunk = lo // chunk_size
-        try:
-            for s in slots:
-                _start(s, make_env, adapter)
-            for round_ in range(limits.max_turns):
-                active = [s for s in slots if not s.traj.done]
-                if not active:
-                    break
-                to_sample = []
-                for s in active:
-                    forced = demonstrator.text(s.traj, s.obs, s.info) if demonstrator else None
-                    if forced is None:
-                        to_sample.append(s)
-                        continue
-                    ids = forced_ids(forced, tokenizer) + [eos]
-                    allow = _allowance(s.traj, limits)
-                    _after_turn(s, ids[:allow], None, len(ids) <= allow, adapter, limits, tokenizer)
-                if to_sample:
-                    rseed = None
-                    if seed is not None:
-                        rseed = (
-                            seed
-                            if chunk == round_ == 0
-                            else seed * 7_919 + chunk * 104_729 + round_
-                        )
-                    allow = [_allowance(s.traj, limits) for s in to_sample]
-                    out = sample_turns(
-                        policy,
-                        [s.traj.segment for s in to_sample],
-                        allow,
-                        temperature=temperature,
-                        greedy=greedy,
-                        seed=rseed,
-                        shared_prefix=shared_prefix,
+    sample = functools.partial(
+        sample_turns, policy, temperature=temperature, greedy=greedy, shared_prefix=shared_prefix
+    )
+    with env_executor(env_threads) as pool:
+        for lo in range(0, len(trajs), chunk_size):
+            slots = [_Slot(t) for t in trajs[lo : lo + chunk_size]]
+            try:
+                _start_all(slots, make_env, adapter, pool)
+                for round_ in range(limits.max_turns):
+                    active = [s for s in slots if not s.traj.done]
+                    if not active:
+                        break
+                    rseed = _round_seed(seed, lo // chunk_size, round_)
+                    _play_round(
+                        active, sample, rseed, demonstrator, adapter, limits, tokenizer, pool
                     )
-                    for s, (ids, logps, hit) in zip(to_sample, out, strict=True):
-                        _after_turn(s, ids, logps, hit, adapter, limits, tokenizer)
-            for s in slots:
-                if not s.traj.done:
-                    s.traj.status = "truncated"
-        finally:
-            for s in slots:
-                if s.env is not None:
-                    try:
-                        s.env.close()
-                    except Exception as err:  # closing a dead backend must not lose results
-                        log.warning("closing env of episode %s failed: %s", s.traj.task_id, err)
+                for s in slots:
+                    if not s.traj.done:
+                        s.traj.status = "truncated"
+            finally:
+                _close_envs(slots)
     adapter.finish(trajs)
     return trajs
+
+
+def _round_seed(seed: int | None, chunk: int, round_: int) -> int | None:
+    """Sampling seed of a round: ``seed`` itself for the first round of the first chunk."""
+    if seed is None or chunk == round_ == 0:
+        return seed
+    return seed * 7_919 + chunk * 104_729 + round_
+
+
+def _play_round(
+    active: list[_Slot],
+    sample: Callable[..., list[tuple[list[int], list[float], bool]]],
+    seed: int | None,
+    demonstrator: Demonstrator | None,
+    adapter: Adapter,
+    limits: Limits,
+    tokenizer: Any,
+    pool: Executor,
+) -> None:
+    """One turn of every active episode: the forced turns (then their env steps, together),
+    then one sampling call for the others (then their env steps, together)."""
+    eos = int(tokenizer.eos_token_id)
+    to_sample, steps = [], []
+    for s in active:
+        forced = demonstrator.text(s.traj, s.obs, s.info) if demonstrator else None
+        if forced is None:
+            to_sample.append(s)
+            continue
+        ids = forced_ids(forced, tokenizer) + [eos]
+        allow = _allowance(s.traj, limits)
+        turn = _after_turn(s, ids[:allow], None, len(ids) <= allow, adapter, limits, tokenizer)
+        steps += [] if turn is None else [(s, turn)]
+    _step_all(steps, adapter, pool)
+    if not to_sample:
+        return
+    allow = [_allowance(s.traj, limits) for s in to_sample]
+    out = sample([s.traj.segment for s in to_sample], allow, seed=seed)
+    steps = []
+    for s, (ids, logps, hit) in zip(to_sample, out, strict=True):
+        turn = _after_turn(s, ids, logps, hit, adapter, limits, tokenizer)
+        steps += [] if turn is None else [(s, turn)]
+    _step_all(steps, adapter, pool)
+
+
+def _close_envs(slots: list[_Slot]) -> None:
+    for s in slots:
+        if s.env is not None:
+            try:
+                s.env.close()
+            except Exception as err:  # closing a dead backend must not lose results
+                log.warning("closing env of episode %s failed: %s", s.traj.task_id, err)
 
 
 def _allowance(traj: Trajectory, limits: Limits) -> int:

@@ -73,7 +73,12 @@ def load_or_resume(
     ckpt = latest_checkpoint(run_dir, phase) if cfg.run.resume else None
     lora = cfg.model.lora.enabled
     source = str(ckpt) if ckpt is not None and not lora else ensure_model(cfg.model)
-    policy = load_policy(source, dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
+    policy = load_policy(
+        source,
+        dtype=cfg.model.dtype,  # type: ignore[arg-type]
+        device=cfg.model.device,
+        fuse_patch_embed=cfg.model.fuse_patch_embed,
+    )
     if lora:
         policy.model = (
             load_lora(policy.model, ckpt)

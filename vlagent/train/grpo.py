@@ -214,7 +214,10 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
         from vlagent.train.common import ensure_model
 
         reference = load_policy(
-            ensure_model(cfg.model), dtype=cfg.model.dtype, device=cfg.model.device
+            ensure_model(cfg.model),
+            dtype=cfg.model.dtype,
+            device=cfg.model.device,
+            fuse_patch_embed=cfg.model.fuse_patch_embed,
         ).model.eval()
     keys = KeyStream.restore(world, extra.get("keys"), list(g.difficulty_band))
     step = run.step

@@ -253,7 +253,7 @@ class MetricsLogger:
 # Keys a resumed run may change: budgets, evaluation and run plumbing. Anything else differing
 # from the saved config means the checkpoint belongs to another experiment.
 _RESUME_FREE_PREFIXES = ("run.", "eval.")
-_RESUME_FREE_SUFFIXES = (".steps", ".max_seconds", ".max_samples")
+_RESUME_FREE_SUFFIXES = (".steps", ".max_seconds", ".max_samples", ".env_threads")
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:

@@ -24,7 +24,7 @@ from vlagent.batching import policy_forbidden_ids
 from vlagent.config import TrainConfig
 from vlagent.rollout.forward import row_logprobs
 from vlagent.rollout.rows import build_rows
-from vlagent.rollout.runner import EpisodeSpec, Limits, run_episodes
+from vlagent.rollout.runner import EpisodeSpec, Limits
 from vlagent.rollout.trajectory import Trajectory
 from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import Timer, start_run
@@ -54,12 +54,12 @@ def demonstrations(policy: Any, world: World, task_ids: list[Any]) -> list[Traje
     """
     base = world.limits(DEMO_TURN_TOKENS)
     limits = Limits(base.max_turns, DEMO_TURN_TOKENS, 0, "none", 0.0)
-    trajs = run_episodes(
+    trajs = world.episodes(
         policy,
-        world.adapter(),
-        lambda: world.make_env("demo"),
+        "demo",
         [EpisodeSpec(t) for t in task_ids],
-        limits,
+        DEMO_TURN_TOKENS,
+        limits=limits,
         demonstrator=world.demonstrator(),
         chunk_size=len(task_ids) or 1,
     )

@@ -4,11 +4,16 @@ A world is everything the one pipeline needs to train and evaluate in one kind o
 recipes (``train/sft.py``, ``train/grpo.py``) and the evaluator (``eval/evaluate.py``) only talk
 to this interface; adding a world means subclassing :class:`World` and registering it. The
 adapter and the env carry all world-specific behaviour.
+
+Envs run in this process (``make_env``), or, with ``run.env_workers`` > 0 for a world whose
+``env_factory`` gives a picklable factory, in Ray env workers (``rollout/ray_envs.py``: one
+``RayEnvPool`` per split, started on first use and closed by :meth:`World.close`).
 """
 
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +22,7 @@ from vlagent.errors import ConfigError
 from vlagent.rollout.runner import Adapter, Demonstrator, EpisodeSpec, Limits, run_episodes
 from vlagent.rollout.trajectory import Trajectory
 
+log = logging.getLogger(__name__)
 Split = Literal["train", "demo", "val", "test"]
 
 
@@ -33,10 +39,48 @@ class World(abc.ABC):
 
     def __init__(self, cfg: Any, policy: Any) -> None:
         self.cfg, self.policy = cfg, policy
+        self._ray_pools: dict[str, Any] = {}
 
     @abc.abstractmethod
     def make_env(self, split: Split) -> Any:
         """A new gymnasium env whose ``reset(options={"task_id": id})`` runs task ``id``."""
+
+    def env_factory(self, split: Split) -> Callable[[], Any] | None:
+        """A picklable zero-argument callable that builds ``split``'s env in another process
+        (a module-level class or a ``functools.partial`` of one, never a closure over the
+        world), for Ray env workers (``run.env_workers``); None (the default): this world's
+        envs run only in this process."""
+        return None
+
+    def env_maker(self, split: Split) -> Callable[[], Any]:
+        """What ``episodes`` builds each env of ``split`` with: a lease from the split's Ray env
+        workers when ``run.env_workers`` > 0 and ``env_factory(split)`` is not None, else
+        ``make_env(split)``.
+
+        Raises:
+            EnvWorkerError: Ray is missing, the factory does not pickle, or the workers fail
+                to start.
+        """
+        workers = self.cfg.run.env_workers
+        factory = self.env_factory(split) if workers > 0 else None
+        if factory is None:
+            noted = self.__dict__.setdefault("_local_splits", set())
+            if workers > 0 and split not in noted:
+                noted.add(split)
+                log.warning(
+                    "run.env_workers=%d: world %s has no env factory for %s envs (env_factory); "
+                    "they run in this process",
+                    workers,
+                    type(self).__name__,
+                    split,
+                )
+            return lambda: self.make_env(split)
+        pools = self.__dict__.setdefault("_ray_pools", {})
+        if split not in pools:
+            from vlagent.rollout.ray_envs import RayEnvPool
+
+            pools[split] = RayEnvPool(factory, workers)
+        return pools[split].make_env
 
     @abc.abstractmethod
     def adapter(self) -> Adapter:
@@ -72,20 +116,24 @@ class World(abc.ABC):
         specs: Sequence[EpisodeSpec],
         max_turn_tokens: int,
         adapter: Adapter | None = None,
+        limits: Limits | None = None,
         **kwargs: Any,
     ) -> list[Trajectory]:
-        """Run ``specs`` on fresh envs of ``split`` with this world's adapter and limits.
+        """Run ``specs`` on fresh envs of ``split`` (:meth:`env_maker`) with this world's
+        adapter and limits (or ``limits``), the env calls of a round on ``loop.env_threads``
+        threads.
 
         ``kwargs`` go to ``run_episodes`` (temperature, greedy, seed, demonstrator, chunk_size,
-        shared_prefix, policy_version); pass ``adapter`` to reuse one (and its prompt cache)
-        across calls.
+        shared_prefix, policy_version, env_threads); pass ``adapter`` to reuse one (and its
+        prompt cache) across calls.
         """
+        kwargs.setdefault("env_threads", self.cfg.loop.env_threads)
         return run_episodes(
             policy,
             self.adapter() if adapter is None else adapter,
-            lambda: self.make_env(split),
+            self.env_maker(split),
             list(specs),
-            self.limits(max_turn_tokens),
+            self.limits(max_turn_tokens) if limits is None else limits,
             **kwargs,
         )
 
@@ -113,8 +161,16 @@ class World(abc.ABC):
         return None
 
     def close(self) -> None:
-        """Release what the world holds (sources, backends)."""
-        return None
+        """Release what the world holds (sources, backends). A subclass that overrides it
+        calls ``super().close()``: that closes the Ray env workers."""
+        self.close_env_workers()
+
+    def close_env_workers(self) -> None:
+        """Close the Ray env workers of every split (idempotent; later episodes start new
+        ones)."""
+        pools = self.__dict__.get("_ray_pools") or {}
+        while pools:
+            pools.popitem()[1].close()
 
 
 def save_episode_record(

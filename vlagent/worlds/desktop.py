@@ -44,7 +44,7 @@ SYSTEM_PROMPT = (
 class DesktopWorld(World):
     """Tasks of ``desktop.train_suite`` (train, demo) and ``desktop.eval_suite`` (val, test)."""
 
-    default_max_turns = 10
+    default_max_turns = 15
 
     def __init__(self, cfg: Any, policy: Any) -> None:
         super().__init__(cfg, policy)
@@ -52,6 +52,7 @@ class DesktopWorld(World):
         from gui.osworld.suites import load_suite
 
         d: DesktopConfig = cfg.desktop
+        self.default_max_turns = d.max_steps  # the env truncates there; turns follow it
         self._tasks: dict[str, list[Any]] = {}
         self._unavailable: dict[str, str] = {}
         for name, suite in (("train", d.train_suite), ("eval", d.eval_suite)):
@@ -104,6 +105,7 @@ class DesktopWorld(World):
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+        super().close()
 
     def adapter(self) -> AppsAdapter:
         return AppsAdapter(self.policy.processor, self.codec, self.cfg.desktop, SYSTEM_PROMPT)

@@ -142,6 +142,25 @@ class GroundingWorld(World):
         spec = self.reward_spec if split in ("train", "demo") else self.base_reward_spec
         return GroundingEnv(self._split_source(split), spec)
 
+    def env_factory(self, split: Split) -> Any:
+        """``functools.partial(GroundingEnv, source, spec)`` for Ray env workers: the split's
+        source (a synthetic one afresh, so no cached screens travel; a file's source as it is)
+        and the reward spec its envs score with.
+
+        None (local envs) for the training splits (train, demo) when ``task.reward_stages`` is
+        set: ``on_step`` swaps the local training envs' spec, remote envs would keep the spec
+        they were built with."""
+        import functools
+
+        from gui.grounding import GroundingEnv, SyntheticSource
+
+        if self.reward_stages and split in ("train", "demo"):
+            return None
+        source = self._split_source(split)
+        if isinstance(source, SyntheticSource):
+            source = SyntheticSource(source.level, cache_size=256)
+        return functools.partial(GroundingEnv, source, self.base_reward_spec)
+
     def _split_source(self, split: Split) -> Any:
         return self.source if split in ("train", "demo") else self.eval_source
 

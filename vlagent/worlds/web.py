@@ -94,11 +94,11 @@ class WebWorld(World):
         return AppsAdapter(self.policy.processor, self.codec, self.cfg.web, SYSTEM_PROMPT)
 
     def episodes(self, policy: Any, split: Split, specs: Sequence[Any], max_turn_tokens: int,
-                 adapter: Any = None, **kwargs: Any) -> list[Trajectory]:  # fmt: skip
+                 adapter: Any = None, limits: Any = None, **kwargs: Any) -> list[Trajectory]:  # fmt: skip
         """As ``World.episodes``, with at most ``web.max_browsers`` episodes at once."""
         cap = self.cfg.web.max_browsers
         kwargs["chunk_size"] = max(1, min(int(kwargs.get("chunk_size", cap)), cap))
-        return super().episodes(policy, split, specs, max_turn_tokens, adapter, **kwargs)
+        return super().episodes(policy, split, specs, max_turn_tokens, adapter, limits, **kwargs)
 
     def demonstrator(self) -> ActDemonstrator:
         """``gui.web.oracle.MiniWoBOracle`` plays each episode from the page's DOM."""
@@ -154,3 +154,4 @@ class WebWorld(World):
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
+        super().close()
