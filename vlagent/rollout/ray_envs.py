@@ -394,6 +394,24 @@ class RayEnvPool:
                 except Exception as err:  # a dead or stuck worker must not stop the others
                     log.warning("env worker %d: closing its envs failed: %s", w.index, err)
                 with contextlib.suppress(Exception):  # already dead
-                    ray.kill(w.actor)
+                    ray.kill(w.actor, no_restart=True)
+            _wait_dead([w.actor for w in workers], timeout_s)
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _wait_dead(actors: list[Any], timeout_s: float) -> None:
+    """Return once every actor answers with ``RayActorError`` (``ray.kill`` is asynchronous:
+    a call sent just after it may still be served), or after ``timeout_s``."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    for actor in actors:
+        while time.monotonic() < deadline:
+            try:
+                ray.get(actor.ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                break
+            except Exception:  # noqa: BLE001 - a timeout or a lost node: stop waiting on it
+                break
+            time.sleep(0.05)
