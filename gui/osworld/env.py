@@ -41,7 +41,7 @@ from gui.apps.spaces import GuiActionSpace, observation_space
 from gui.osworld.errors import OSWorldError
 from gui.osworld.execute import APP_ALIASES, execute
 from gui.osworld.getters import GetterUnavailable, get, windows_text
-from gui.osworld.setup import SetupUnavailable, run_steps, unavailable_reason
+from gui.osworld.setup import SetupUnavailable, run_steps, task_unavailable, unavailable_reason
 from gui.osworld.suites import load_suite
 
 log = logging.getLogger(__name__)
@@ -118,13 +118,7 @@ class DesktopEnv(gymnasium.Env):
 
     def unavailable(self, task_id: Any) -> str | None:
         """Why task ``task_id`` cannot run here (setup or evaluator), or None."""
-        task = self.task(task_id)
-        reason = unavailable_reason(task.config)
-        if reason is None:
-            reason = unavailable_reason(task.evaluator.postconfig)
-        if reason is None and task.evaluator.empty:
-            reason = "the task file has no evaluator (func is empty)"
-        return reason or task.evaluator.unavailable
+        return task_unavailable(self.task(task_id))
 
     # --- gymnasium ---------------------------------------------------------------------------
     @property

@@ -64,6 +64,15 @@ def unavailable_reason(steps: Sequence[Any]) -> str | None:
     return None
 
 
+def task_unavailable(task: Any) -> str | None:
+    """Why an OSWorld task cannot run here: its setup or postconfig (an offline step), an empty
+    evaluator, or an evaluator this runner lacks; None when it can run."""
+    reason = unavailable_reason(task.config) or unavailable_reason(task.evaluator.postconfig)
+    if reason is None and task.evaluator.empty:
+        reason = "the task file has no evaluator (func is empty)"
+    return reason or task.evaluator.unavailable
+
+
 def pyautogui_code(command: Any) -> str | None:
     """The code of a ``python -c "import pyautogui..."`` command (list or string), else None."""
     argv = command

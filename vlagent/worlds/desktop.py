@@ -48,7 +48,7 @@ class DesktopWorld(World):
 
     def __init__(self, cfg: Any, policy: Any) -> None:
         super().__init__(cfg, policy)
-        from gui.osworld.setup import unavailable_reason
+        from gui.osworld.setup import task_unavailable
         from gui.osworld.suites import load_suite
 
         d: DesktopConfig = cfg.desktop
@@ -58,12 +58,7 @@ class DesktopWorld(World):
         for name, suite in (("train", d.train_suite), ("eval", d.eval_suite)):
             runnable = []
             for task in load_suite(suite):
-                reason = unavailable_reason(task.config) or unavailable_reason(
-                    task.evaluator.postconfig
-                )
-                if reason is None and task.evaluator.empty:
-                    reason = "the task file has no evaluator (func is empty)"
-                reason = reason or task.evaluator.unavailable
+                reason = task_unavailable(task)
                 if reason is None:
                     runnable.append(task)
                 else:
