@@ -28,7 +28,7 @@ import numpy as np
 from vlagent.config import TrainConfig, load_config
 from vlagent.eval.evaluate import EvalReport, evaluate, report_of
 from vlagent.rollout.runner import EpisodeSpec, Limits, run_episodes
-from vlagent.worlds.apps import ScriptedDemonstrator
+from vlagent.worlds.apps import ActDemonstrator
 
 log = logging.getLogger(__name__)
 SCRIPTED_TURN_TOKENS = 1024
@@ -247,6 +247,13 @@ def scripted_report(
     return report_of(world, trajs)
 
 
+def _random_demonstrator(world: Any) -> ActDemonstrator:
+    """``gui.apps``' random GUI policy (seeded by the episode's reset seed) plays each episode."""
+    from gui.apps.evaluate import POLICIES
+
+    return ActDemonstrator(world.codec, lambda t: POLICIES["random"](world.task(t.task_id), t.seed))
+
+
 def baselines(cfg: TrainConfig, args: argparse.Namespace) -> dict[str, Any]:
     """Random (3 episodes per task) and oracle success on the held-out tasks. The policy only
     supplies the tokenizer and processor (every turn is scripted)."""
@@ -258,11 +265,7 @@ def baselines(cfg: TrainConfig, args: argparse.Namespace) -> dict[str, Any]:
     world = make_world(cfg, policy)
     ids = _eval_ids(world, args)
     out = {
-        "random": _summary(
-            scripted_report(
-                world, policy, ids, ScriptedDemonstrator(world, world.codec, "random"), 3
-            )
-        ),
+        "random": _summary(scripted_report(world, policy, ids, _random_demonstrator(world), 3)),
         # The world's oracle ScriptedDemonstrator (the SFT demonstrator) on the held-out tasks.
         "oracle": _summary(scripted_report(world, policy, ids, world.demonstrator(), 1)),
     }

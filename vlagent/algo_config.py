@@ -94,6 +94,9 @@ class GRPOConfig:
     gigpo_weight: float = 0.0
     """GiGPO: weight ω of step-level advantages among turns of a group that acted on an equal
     observation (0: episode-level credit only). Multi-step worlds."""
+    episode_weight: float = 1.0
+    """Weight of the episode-level advantage when ``gigpo_weight`` > 0 (GiGPO's own: 1; 0: step
+    groups only). Ignored without GiGPO (episode credit is then the whole advantage)."""
     gamma: float = 1.0
     """Discount of the step returns GiGPO compares (the episode advantage is undiscounted)."""
     loss: str = "ppo_clip"
@@ -216,6 +219,16 @@ class GRPOConfig:
         _check(self.epochs >= 1, "grpo.epochs", f"must be >= 1, got {self.epochs}")
         _check(
             self.gigpo_weight >= 0, "grpo.gigpo_weight", f"must be >= 0, got {self.gigpo_weight}"
+        )
+        _check(
+            self.episode_weight >= 0,
+            "grpo.episode_weight",
+            f"must be >= 0, got {self.episode_weight}",
+        )
+        _check(
+            self.episode_weight > 0 or self.gigpo_weight > 0,
+            "grpo.episode_weight",
+            "is 0 without GiGPO (grpo.gigpo_weight = 0): no turn would get any credit",
         )
         _check(0 <= self.gamma <= 1, "grpo.gamma", f"must be in [0, 1], got {self.gamma}")
         _check(

@@ -443,14 +443,17 @@ class AppsConfig(TurnPromptConfig):
     """Multi-step phone tasks (world ``apps``): suites, what each turn shows, the env's reward."""
 
     train_suite: str = "toggles"
-    """Training tasks: ``toggles`` (the generated Settings-toggle suites) or a suite name /
-    JSON file path that ``gui.apps.load_suites`` accepts."""
+    """Training tasks: a generated suite (``toggles``: 1-2 Settings switches; ``chains``: 3-5
+    switches, 4-6 steps; ``vlagent.worlds.apps_tasks``) or a suite name / JSON file path that
+    ``gui.apps.load_suites`` accepts."""
     eval_suite: str = "toggles"
-    """Held-out tasks (``toggles``: the held-out half of the generated suites)."""
+    """Held-out tasks (a generated name: the held-out half of that generated suite)."""
     train_seeds: int = 3
-    """Toggle suites: phone-state seeds per single-toggle training task (at most 100)."""
+    """Generated suites: phone-state seeds per training task (toggles: per single-toggle task;
+    at most 100)."""
     heldout_seeds: int = 2
-    """Toggle suites: unseen phone-state seeds per single-toggle held-out task."""
+    """Generated suites: unseen phone-state seeds per held-out task (toggles: per single-toggle
+    task; chains: per held-out combination, 96 combinations each)."""
 
     def __post_init__(self) -> None:
         self.check_prompt("apps")

@@ -248,6 +248,15 @@ LEVELS: dict[str, ScreenLevel] = {
         references=("icon",),
         verbs=("Click",),
     ),
+    # One tiny coloured shape on a large plain screen: at a 448x256 budget it is a 5-7 px dot
+    # that a patch-level policy finds only roughly, while a zoom around it shows it as large as
+    # the quickstart's shapes (the zoom-readable "thinking with images" task).
+    "hires_dot": ScreenLevel(
+        name="hires_dot",
+        width=1280,
+        height=736,
+        size_frac=(0.02, 0.03),
+    ),
 }
 """Named presets, from the quickstart's ``basic`` (one coloured shape on 224x224) up."""
 

@@ -5,7 +5,8 @@ this module only assigns credit. Episode level: the configured group-relative es
 (``grpo.advantage``: grpo | dr_grpo | rloo | reinforce_pp) over the G episodes of each group,
 broadcast to every turn. With ``grpo.gigpo_weight`` ω > 0, each turn also gets ω times a
 step-level advantage among turns of its group that acted on an equal observation (GiGPO anchor
-states), on discounted step returns (``grpo.gamma``). A masked or crashed episode has reward
+states), on discounted step returns (``grpo.gamma``); ``grpo.episode_weight`` scales the episode
+part then (0: step groups only). A masked or crashed episode has reward
 NaN: advantage 0 on all its turns and no part in any statistic.
 """
 
@@ -82,6 +83,6 @@ def turn_advantages(
     cursor: dict[int, int] = {}
     for row, e in enumerate(ep_ids):
         k = cursor.get(e, 0)
-        out[e][k] = float(res.combined[row])
+        out[e][k] = float(g.episode_weight * res.episode[row] + g.gigpo_weight * res.step[row])
         cursor[e] = k + 1
     return out

@@ -188,20 +188,16 @@ class AppsWorld(World):
     def __init__(self, cfg: Any, policy: Any) -> None:
         super().__init__(cfg, policy)
         from gui.apps.suite import load_suites, parse_suite
-        from vlagent.worlds.apps_tasks import toggle_suites
+        from vlagent.worlds.apps_tasks import GENERATED_SUITES
 
         a: AppsConfig = cfg.apps
-        gen = toggle_suites(a.train_seeds, a.heldout_seeds)
         self._suites = {}
-        for name, value, generated in (
-            ("train", a.train_suite, gen[0]),
-            ("eval", a.eval_suite, gen[1]),
-        ):
-            self._suites[name] = (
-                parse_suite(generated, f"toggles:{name}")
-                if value == "toggles"
-                else load_suites(value)
-            )
+        for name, value, half in (("train", a.train_suite, 0), ("eval", a.eval_suite, 1)):
+            if value in GENERATED_SUITES:
+                generated = GENERATED_SUITES[value](a.train_seeds, a.heldout_seeds)[half]
+                self._suites[name] = parse_suite(generated, f"{value}:{name}")
+            else:
+                self._suites[name] = load_suites(value)
         self.codec = GuiActionCodec.for_family(policy.family, style="json")
 
     def suite(self, split: Split) -> Any:

@@ -92,6 +92,64 @@ def toggle_suites(
     }
 
 
+CHAIN_SIZES: tuple[int, ...] = (3, 4, 5)
+"""Switches per chain task: 4 to 6 steps (open Settings, one tap per switch, done)."""
+_CHAIN_TRAIN_SEED = 200_000
+_CHAIN_HELDOUT_SEED = 300_000
+
+
+def chain_combos() -> list[dict[str, bool]]:
+    """Every 3-, 4- and 5-switch task (80 + 80 + 32 = 192), in a fixed shuffled order."""
+    out = [
+        dict(zip(keys, values, strict=True))
+        for k in CHAIN_SIZES
+        for keys in itertools.combinations(TOGGLE_KEYS, k)
+        for values in itertools.product((True, False), repeat=k)
+    ]
+    order = np.random.default_rng(5678).permutation(len(out))
+    return [out[i] for i in order]
+
+
+def chain_suites(
+    train_seeds: int = 3, heldout_seeds: int = 4
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Suite mappings of the longer-horizon toggle chains (3 to 5 switches, 4 to 6 steps).
+
+    The 192 switch combinations are split in half: 96 training combinations, each on
+    ``train_seeds`` phone-state seeds, and 96 held-out combinations (unseen task parameters),
+    each on ``heldout_seeds`` unseen phone-state seeds (4 seeds: 384 held-out episodes, a 95 %
+    interval of about +-5 points). Training tasks are ordered seed-major, so the first n tasks
+    (``sft.num_demos = n``, the demonstrated ones) are n different combinations.
+
+    >>> train, heldout = chain_suites(train_seeds=2, heldout_seeds=4)
+    >>> len(train["tasks"]), len(heldout["tasks"]), heldout["tasks"][0]["max_steps"] >= 6
+    (192, 384, True)
+    """
+    if not 1 <= train_seeds <= 100:
+        raise ValueError(f"train_seeds={train_seeds}: must be in [1, 100]")
+    combos = chain_combos()
+    half = len(combos) // 2
+    train, heldout = [], []
+    for s in range(train_seeds):
+        for i, t in enumerate(combos[:half]):
+            seed = _CHAIN_TRAIN_SEED + s * 1000 + i
+            train.append(_task(f"train-chain-{_tag(t)}-s{s}", t, seed, "train"))
+    for s in range(heldout_seeds):
+        for i, t in enumerate(combos[half:]):
+            seed = _CHAIN_HELDOUT_SEED + s * 1000 + i
+            heldout.append(_task(f"heldout-chain-{_tag(t)}-s{s}", t, seed, "test"))
+    suite = {"version": 1}
+    return {"name": "phone_chains_train", **suite, "tasks": train}, {
+        "name": "phone_chains_heldout",
+        **suite,
+        "tasks": heldout,
+    }
+
+
+GENERATED_SUITES = {"toggles": toggle_suites, "chains": chain_suites}
+"""Suites the apps world generates from ``apps.train_seeds`` / ``apps.heldout_seeds``."""
+
+
 def write_suite(suite: dict[str, Any], path: str | Path) -> Path:
     """Write a suite mapping as a JSON suite file (one task per line) and return its path."""
     path = Path(path)

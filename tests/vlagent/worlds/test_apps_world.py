@@ -279,6 +279,24 @@ def test_gigpo_gives_turns_on_equal_observations_step_level_advantages():
     with_crash = turn_advantages([*eps, crashed], g)
     assert with_crash[-1] == [0.0]
     assert [x for a in with_crash[:-1] for x in a] == pytest.approx(combined)
+    # grpo.episode_weight scales the episode part: 0 leaves GiGPO's step groups alone
+    only_step = [
+        x for a in turn_advantages(eps, GRPOConfig(**{**vars(g), "episode_weight": 0.0})) for x in a
+    ]
+    assert only_step == pytest.approx([0.5 * x for x in step])
+    doubled = turn_advantages(eps, GRPOConfig(**{**vars(g), "episode_weight": 2.0}))
+    assert [x for a in doubled for x in a] == pytest.approx(
+        [2 * e + 0.5 * s for e, s in zip(episode, step, strict=True)]
+    )
+
+
+def test_episode_weight_zero_needs_gigpo():
+    from vlagent.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="grpo.episode_weight"):
+        GRPOConfig(episode_weight=0.0)
+    with pytest.raises(ConfigError, match="grpo.episode_weight"):
+        GRPOConfig(episode_weight=-1.0, gigpo_weight=1.0)
 
 
 def test_eval_of_a_suite_file_with_the_oracle(policy, tmp_path):
@@ -313,3 +331,24 @@ def test_eval_of_a_suite_file_with_the_oracle(policy, tmp_path):
     assert names == [f"eval_{k:02d}.{ext}" for k in range(6) for ext in ("json", "png")]
     record = json.loads((tmp_path / "pictures" / "eval_00.json").read_text())
     assert record["success"] and len(record["turns"]) == 2
+
+
+def test_chain_suites_hold_out_unseen_combinations_and_seeds(policy):
+    """``apps.train_suite=chains``: 3-5 switch tasks; held-out combinations and phone seeds never
+    appear in training, and the first demonstrated tasks are distinct combinations."""
+    from vlagent.worlds.apps_tasks import chain_suites
+
+    train, heldout = chain_suites(train_seeds=3, heldout_seeds=4)
+    combo = lambda t: tuple(sorted(t["params"]["toggles"].items()))  # noqa: E731
+    assert len(heldout["tasks"]) == 384 and len(train["tasks"]) == 288
+    assert not {combo(t) for t in train["tasks"]} & {combo(t) for t in heldout["tasks"]}
+    assert not {t["seed"] for t in train["tasks"]} & {t["seed"] for t in heldout["tasks"]}
+    assert len({combo(t) for t in train["tasks"][:96]}) == 96
+    assert {len(t["params"]["toggles"]) for t in heldout["tasks"]} == {3, 4, 5}
+    cfg = load_config(None, [*APPS, "apps.train_suite=chains", "apps.eval_suite=chains"])
+    world = make_world(cfg, policy)
+    assert world.num_tasks("train") == 96 and world.num_tasks("test") == 96
+    first = world.task(world.task_ids("test", 0, 1)[0])
+    assert (
+        first.task_id == heldout["tasks"][0]["id"] and first.max_steps == len(first.params.toggles) + 3
+    )
