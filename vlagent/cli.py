@@ -42,7 +42,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from vlagent.config import load_config
     from vlagent.quickstart import print_summary, run_quickstart, run_seeds
 
-    cfg = load_config(_config_path(args.config, "quickstart"), args.overrides)
+    level = [f"task.level={args.level}"] if args.level else []
+    cfg = load_config(_config_path(args.config, "quickstart"), [*level, *args.overrides])
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     summaries = run_seeds(cfg, seeds) if seeds else [run_quickstart(cfg)]
     if args.json:
@@ -155,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p, "quickstart")
     p.add_argument(
         "--seeds", default=None, help="comma-separated seeds, e.g. 0,1,2 (default: run.seed)"
+    )
+    p.add_argument(
+        "--level",
+        default=None,
+        help="synthetic screen level (basic, basic2, shapes, widgets ...; sim.screens.LEVELS): "
+        "the same story on another rung of the ladder (= task.level=NAME)",
     )
     p.set_defaults(func=cmd_quickstart)
 

@@ -181,10 +181,22 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     return summary
 
 
+def best_element_baseline(baselines: dict[str, float]) -> str:
+    """``"41.3 (random_element)"``: the best instruction-blind element baseline
+    (``gui.grounding.baselines``) in %, or ``"-"`` when the screens list no elements."""
+    from gui.grounding.baselines import NAMES
+
+    have = {k: baselines[k] for k in NAMES if k in baselines}
+    if not have:
+        return "-"
+    name = max(have, key=lambda k: have[k])
+    return f"{100 * have[name]:.1f} ({name})"
+
+
 def format_table(summaries: list[dict[str, Any]]) -> str:
     """Markdown table of accuracy per stage for one or more seeds (plus mean when several)."""
-    head = "| seed | before | SFT | SFT + GRPO | SFT + more SFT | GRPO gain | random click | centre click | seconds | peak RSS MB |\n"
-    head += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    head = "| seed | before | SFT | SFT + GRPO | SFT + more SFT | GRPO gain | random click | centre click | best element baseline | seconds | peak RSS MB |\n"
+    head += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     rows = []
     for s in summaries:
         a = s["accuracy"]
@@ -192,7 +204,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
             f"| {s['seed']} | {100 * a['before']:.1f} | {100 * a['sft']:.1f} | {100 * a['grpo']:.1f} | "
             f"{100 * a['sft_continued']:.1f} | {100 * (a['grpo'] - a['sft']):+.1f} | "
             f"{100 * s['baselines']['random_click']:.1f} | {100 * s['baselines']['center_click']:.1f} | "
-            f"{s['seconds']:.0f} | {s['peak_rss_mb']:.0f} |"
+            f"{best_element_baseline(s['baselines'])} | {s['seconds']:.0f} | {s['peak_rss_mb']:.0f} |"
         )
     if len(summaries) > 1:
 
@@ -202,7 +214,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
         gain = mean("grpo") - mean("sft")
         rows.append(
             f"| mean | {mean('before'):.1f} | {mean('sft'):.1f} | {mean('grpo'):.1f} | {mean('sft_continued'):.1f} | "
-            f"{gain:+.1f} | | | | |"
+            f"{gain:+.1f} | | | | | |"
         )
     return head + "\n".join(rows) + "\n"
 

@@ -232,11 +232,18 @@ class GroundingWorld(World):
 
     def baselines(self, task_ids: Sequence[Any]) -> dict[str, float]:
         """``random_click``: the exact expected accuracy of a uniformly random click (mean
-        target area); ``center_click``: accuracy of always clicking (0.5, 0.5)."""
-        boxes = [self.sample(k).target_box_norm for k in task_ids]
+        target area); ``center_click``: accuracy of always clicking (0.5, 0.5). Where the
+        screens list their elements (synthetic levels), also the instruction-blind element
+        baselines of :mod:`gui.grounding.baselines` (random / largest element, right colour /
+        shape / kind only)."""
+        from gui.grounding.baselines import mean_baselines
+
+        samples = [self.sample(k) for k in task_ids]
+        boxes = [s.target_box_norm for s in samples]
         return {
             "random_click": float(np.mean([box_area(b) for b in boxes])),
             "center_click": float(np.mean([point_in_box((0.5, 0.5), b) for b in boxes])),
+            **mean_baselines((s.elements, s.target_box_norm) for s in samples),
         }
 
     def save_pictures(self, trajectories: Sequence[Trajectory], folder: Path, name: str) -> None:

@@ -1,0 +1,36 @@
+"""``vlagent quickstart --level NAME`` runs the story on another level; the table reports the
+best instruction-blind element baseline beside the accuracies."""
+
+from __future__ import annotations
+
+from vlagent.quickstart import best_element_baseline, format_table
+
+
+def _summary(baselines):
+    acc = {"before": 0.0, "sft": 0.2, "grpo": 0.5, "sft_continued": 0.25}
+    return {"seed": 3, "accuracy": acc, "baselines": baselines, "seconds": 10, "peak_rss_mb": 1}
+
+
+def test_table_names_the_best_element_baseline():
+    base = {"random_click": 0.01, "center_click": 0.0, "random_element": 0.23}
+    base |= {"largest_element": 0.22, "same_colour": 0.79, "same_shape": 0.69, "same_kind": 0.23}
+    line = format_table([_summary(base)]).splitlines()[2]
+    assert line.startswith(
+        "| 3 | 0.0 | 20.0 | 50.0 | 25.0 | +30.0 | 1.0 | 0.0 | 79.0 (same_colour) |"
+    )
+    assert best_element_baseline({"random_click": 0.5}) == "-"
+
+
+def test_level_flag_overrides_the_task_level(monkeypatch, tmp_path):
+    import vlagent.quickstart as qs
+    from vlagent import cli
+
+    seen = {}
+
+    def fake_run(cfg):
+        seen["level"] = cfg.task.level
+        return _summary({"random_click": 0.0, "center_click": 0.0})
+
+    monkeypatch.setattr(qs, "run_quickstart", fake_run)
+    cli.main(["quickstart", "--level", "shapes", f"run.out_dir={tmp_path}"])
+    assert seen["level"] == "shapes"
