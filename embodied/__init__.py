@@ -17,6 +17,7 @@ _ENVS: dict[str, tuple[str, dict[str, object]]] = {
     "vlagent/RobotReach-v0": ("embodied.robot_env:RobotEnv", {"task": "reach"}),
     "vlagent/RobotPush-v0": ("embodied.robot_env:RobotEnv", {"task": "push"}),
     "vlagent/RobotPickPlace-v0": ("embodied.robot_env:RobotEnv", {"task": "pick_place"}),
+    "vlagent/RobotPress-v0": ("embodied.robot_env:RobotEnv", {"task": "press"}),
 }
 
 for _env_id, (_entry_point, _kwargs) in _ENVS.items():
@@ -36,7 +37,7 @@ def registered_env_ids() -> tuple[str, ...]:
     """Ids of the envs this package registers with gymnasium.
 
     >>> registered_env_ids()
-    ('vlagent/RobotReach-v0', 'vlagent/RobotPush-v0', 'vlagent/RobotPickPlace-v0')
+    ('vlagent/RobotReach-v0', 'vlagent/RobotPush-v0', 'vlagent/RobotPickPlace-v0', 'vlagent/RobotPress-v0')
     """
     return tuple(_ENVS)
 

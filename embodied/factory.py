@@ -15,17 +15,20 @@ def make_robot_env(
     max_steps: int = 0,
     reward: Mapping[str, float] | None = None,
     chunk: int = 1,
+    wrist_view: bool = False,
 ) -> Any:
     """A gymnasium env of ``suite`` with our contract (image + proprio + instruction in,
     ``Box(-1, 1, (4,))`` out; ``ActionChunk`` of ``chunk`` steps when ``chunk`` > 1).
 
     Args:
         suite: ``own`` (``RobotEnv``), ``metaworld`` (``MetaWorldEnv``) or ``libero``.
-        task: own: reach | push | pick_place; metaworld: a v3 task name; libero: a suite name.
+        task: own: reach | push | pick_place | press; metaworld: a v3 task name; libero: a
+            suite name.
         max_steps: step budget per episode (0: the task's own).
+        wrist_view: own only: add ``wrist_image`` (the gripper's camera, same size as ``image``).
 
     Raises:
-        ValueError: an unknown suite.
+        ValueError: an unknown suite, or ``wrist_view`` with a suite other than ``own``.
         EmbodiedSuiteMissing: the suite's package is not installed (names the install command).
     """
     if suite == "own":
@@ -38,7 +41,10 @@ def make_robot_env(
             max_step=max_step,
             max_steps=max_steps or None,
             reward=reward,
+            wrist_view=wrist_view,
         )
+    elif wrist_view:
+        raise ValueError(f"wrist_view is only available for suite 'own', not {suite!r}")
     elif suite == "metaworld":
         from embodied.metaworld_env import MetaWorldEnv
 

@@ -2,15 +2,20 @@
 
 Observation (``Dict``):
     image: uint8 (S, S, 3), RGB from ``camera`` (``front`` or ``top``), row 0 at the top.
-    image2: uint8 (S, S, 3) from the other fixed scene camera, when ``second_view`` (the scene
-        has no wrist camera).
+    image2: uint8 (S, S, 3) from the other fixed scene camera, when ``second_view``.
+    wrist_image: uint8 (S, S, 3) from the ``wrist`` camera on the gripper (behind and above
+        it, looking down and 45 degrees forward: the fingers at the bottom centre), when
+        ``wrist_view``.
     proprio: float32 (4,): end effector x, y, z in metres (world frame, z up, table top at 0)
         and the gripper's closed flag (1 closed, 0 open), when ``proprio``.
     instruction: str, e.g. ``"push the red cube onto the green square"``.
 Action: float32 (4,) in [-1, 1]: ``dx, dy, dz`` move the end effector by at most ``max_step``
-metres per axis; ``gripper > 0`` closes (grasping a cube inside the grasp region), ``<= 0`` opens. In the push
-task the gripper stays open whatever the action says and its fingers touch the cubes
-(:mod:`embodied.contact`), so a cube moves only by being pushed.
+metres per axis; ``gripper > 0`` closes (grasping a cube inside the grasp region), ``<= 0``
+opens. In the push task the gripper stays open whatever the action says and its fingers touch
+the cubes (:mod:`embodied.contact`), so a cube moves only by being pushed. In the press task the
+scene has buttons (``RobotScene(buttons=True)``), the gripper stays open and its fingers touch
+the button caps only; ``info["button"]`` names the button and ``info["button_travel"]`` is how
+far its cap is down (m).
 
 Rewards: ``info["reward_terms"]`` (see :data:`embodied.robot_actions.DEFAULT_REWARD`) sum to the
 reward. The episode terminates on success and is truncated after the task's ``max_steps``.
@@ -20,6 +25,7 @@ advances and the step counts) with ``info["invalid_action"] = True`` and its rea
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import string
 from collections.abc import Mapping
@@ -44,7 +50,7 @@ from embodied.tasks import (
 )
 from sim.robot import RobotScene, SceneSnapshot
 from sim.robot.render import MAX_SIDE
-from sim.robot.scene import CAMERAS, WORKSPACE_HI, WORKSPACE_LO
+from sim.robot.scene import FIXED_CAMERAS, WORKSPACE_HI, WORKSPACE_LO
 
 INSTRUCTION_CHARSET = string.ascii_letters + string.digits + " .,'-_"
 MAX_INSTRUCTION = 128
@@ -76,7 +82,7 @@ class EnvSnapshot:
 
 
 class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
-    """One task kind (``reach``, ``push``, ``pick_place``) on a seeded table-top scene.
+    """One task kind (``reach``, ``push``, ``pick_place``, ``press``) on a seeded table-top scene.
 
     ``reset(seed=s, options={"task_id": k})`` lays the scene out with ``RobotScene.reset(s)``
     and sets task ``make_task(kind, k)``; the same ``(s, k)`` always gives the same state, so a
@@ -97,6 +103,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         max_steps: int | None = None,
         reward: Mapping[str, float] | None = None,
         render_mode: str | None = None,
+        wrist_view: bool = False,
     ) -> None:
         """Args:
         task: the task kind.
@@ -108,14 +115,20 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         max_steps: step budget override (None: the task kind's budget for ``max_step``).
         reward: reward-term weights over :data:`~embodied.robot_actions.DEFAULT_REWARD`.
         render_mode: None or ``rgb_array`` (``render()`` returns the ``image`` view).
+        wrist_view: add ``wrist_image`` from the gripper's ``wrist`` camera (S x S as well).
         """
         n_tasks(task)  # validates the kind
         if isinstance(image_size, bool) or not isinstance(image_size, int | np.integer):
             raise RobotTaskError(f"image_size must be an int, got {image_size!r}")
         if not 1 <= int(image_size) <= MAX_SIDE:
             raise RobotTaskError(f"image_size must be in [1, {MAX_SIDE}], got {image_size}")
-        if camera not in CAMERAS:
-            raise RobotTaskError(f"unknown camera {camera!r}; cameras are {', '.join(CAMERAS)}")
+        if camera not in FIXED_CAMERAS:
+            raise RobotTaskError(
+                f"unknown camera {camera!r}; cameras are {', '.join(FIXED_CAMERAS)} (the "
+                "gripper's camera is wrist_view=True)"
+            )
+        if not isinstance(wrist_view, bool):
+            raise RobotTaskError(f"wrist_view must be a bool, got {wrist_view!r}")
         if not isinstance(max_step, int | float) or not (
             math.isfinite(max_step) and 0 < max_step <= 0.2
         ):
@@ -130,14 +143,15 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self.image_size = int(image_size)
         self.camera = camera
         self.second_camera: str | None = (
-            next(c for c in CAMERAS if c != camera) if second_view else None
+            next(c for c in FIXED_CAMERAS if c != camera) if second_view else None
         )
+        self.wrist_view = wrist_view
         self.proprio = bool(proprio)
         self.max_step = float(max_step)
         self.max_steps_override = max_steps
         self.weights = reward_weights(reward)
         self.render_mode = render_mode
-        self.scene = RobotScene(max_step=self.max_step, substeps=SUBSTEPS)
+        self.scene = RobotScene(max_step=self.max_step, substeps=SUBSTEPS, buttons=task == "press")
         if task == "push":
             enable_pusher(self.scene)
         self.task: RobotTask | None = None
@@ -150,6 +164,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         }
         if self.second_camera is not None:
             obs["image2"] = spaces.Box(0, 255, (s, s, 3), np.uint8)
+        if wrist_view:
+            obs["wrist_image"] = spaces.Box(0, 255, (s, s, 3), np.uint8)
         if self.proprio:
             lo = np.array([*WORKSPACE_LO, 0.0], dtype=np.float32)
             hi = np.array([*WORKSPACE_HI, 1.0], dtype=np.float32)
@@ -176,9 +192,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             task_id = int(self.np_random.integers(n_tasks(self.kind)))
         task = make_task(self.kind, task_id, self.max_step)
         if self.max_steps_override is not None:
-            task = RobotTask(
-                task.kind, task.cube, task.zone, task.instruction, self.max_steps_override
-            )
+            task = dataclasses.replace(task, max_steps=self.max_steps_override)
         base = seed if seed is not None else int(self.np_random.integers(_SEED_SPACE))
         scene_seed = layout_seed(base, int(task_id))
         self.scene.reset(scene_seed)
@@ -193,8 +207,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         invalid = arr is None
         grip_now = 1.0 if scene.closed else -1.0
         command = np.array([0.0, 0.0, 0.0, grip_now]) if arr is None else arr.copy()
-        if task.kind == "push":
-            command[3] = -1.0  # the pusher never closes
+        if task.kind in ("push", "press"):
+            command[3] = -1.0  # the pusher (and presser) never closes
         # shaping signals cost ~0.2 ms a step: computed only when their weight is not 0
         shape_dist, shape_grasp = self.weights["distance"] != 0, self.weights["grasp"] != 0
         before_dist = self._distance() if shape_dist else 0.0
@@ -227,6 +241,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         }
         if self.second_camera is not None:
             obs["image2"] = self.scene.render(s, s, self.second_camera)
+        if self.wrist_view:
+            obs["wrist_image"] = self.scene.render(s, s, "wrist")
         if self.proprio:
             ee = self.scene.ee_position()
             obs["proprio"] = np.array([*ee, float(self.scene.closed)], dtype=np.float32)
@@ -243,7 +259,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
 
     def _info(self, success: bool) -> dict[str, Any]:
         task = self._require_task()
-        return {
+        info: dict[str, Any] = {
             "success": bool(success),
             "task_id": self.task_id,
             "kind": task.kind,
@@ -255,6 +271,9 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             "invalid_action": False,
             "invalid_reason": "",
         }
+        if task.button is not None:
+            info.update(button=task.button, button_travel=self.scene.button_travel(task.button))
+        return info
 
     def _require_task(self) -> RobotTask:
         if self.task is None:

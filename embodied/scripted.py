@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from embodied.robot_env import RobotEnv
-from embodied.tasks import is_holding
-from sim.robot.mjcf import CUBE_HALF, ZONE_HALF
+from embodied.tasks import PRESS_DEPTH, is_holding, press_point
+from sim.robot.mjcf import BUTTON_TOP, CUBE_HALF, FINGER_TIP, ZONE_HALF
 from sim.robot.scene import WORKSPACE_HI, WORKSPACE_LO
 
 OPEN, CLOSE = -1.0, 1.0
@@ -27,10 +27,13 @@ BEHIND_LOW = 0.03  # m, behind the cube by this much the pusher may re-align wit
 BEHIND = 0.06  # m, where the pusher descends behind a cube: clear of the cube at any yaw
 LATERAL_TOL = 0.012  # m, off-line distance beyond which the pusher re-approaches the cube
 AT = 1e-3  # m, "arrived" tolerance of a waypoint
+HOVER_Z = BUTTON_TOP + FINGER_TIP + 0.012  # m, end effector height with fingers above all caps
+PRESS_Z = BUTTON_TOP - PRESS_DEPTH - 0.004 + FINGER_TIP  # m, 4 mm deeper than the threshold
+OVER_BUTTON = 0.01  # m, xy distance from the cap centre within which the presser descends
 
 
 class ScriptedController:
-    """Privileged scripted policy for the env's current task (reach, push or pick_place)."""
+    """Privileged scripted policy for the env's current task (reach, push, pick_place, press)."""
 
     def __init__(self, env: RobotEnv) -> None:
         if not isinstance(env, RobotEnv):
@@ -45,6 +48,8 @@ class ScriptedController:
         if task.kind == "reach":
             top = self._cube() + np.array([0.0, 0.0, CUBE_HALF])
             return self._toward(top, OPEN)
+        if task.kind == "press":
+            return self._press()
         return self._push() if task.kind == "push" else self._pick_place()
 
     # ---------------------------------------------------------------------------- helpers
@@ -63,6 +68,19 @@ class ScriptedController:
         delta = (np.asarray(target, dtype=np.float64) - ee) / self.env.max_step
         delta /= max(1.0, float(np.max(np.abs(delta))))
         return np.array([*delta, grip], dtype=np.float32)
+
+    # ----------------------------------------------------------------------------- press
+    def _press(self) -> np.ndarray:
+        """Fly above the named cap with the fingers clear of every cap, then push straight
+        down (a low gripper away from the cap first rises, so it never swipes a cap)."""
+        assert self.env.task is not None and self.env.task.button is not None
+        ee = self.env.scene.ee_position()
+        cap = press_point(self.env.scene, self.env.task.button)
+        if np.linalg.norm(ee[:2] - cap[:2]) <= OVER_BUTTON:
+            return self._toward([cap[0], cap[1], PRESS_Z], OPEN)
+        if ee[2] < HOVER_Z - AT:
+            return self._toward([ee[0], ee[1], HOVER_Z], OPEN)
+        return self._toward([cap[0], cap[1], HOVER_Z], OPEN)
 
     # ------------------------------------------------------------------------ pick_place
     def _pick_place(self) -> np.ndarray:

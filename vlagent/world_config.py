@@ -464,7 +464,7 @@ class AppsConfig(TurnPromptConfig):
 
 
 ROBOT_SUITES = ("own", "metaworld", "libero")
-ROBOT_TASKS = ("reach", "push", "pick_place")
+ROBOT_TASKS = ("reach", "push", "pick_place", "press")
 ROBOT_REWARD_TERMS = ("success", "distance", "grasp", "invalid_action")
 
 
@@ -485,6 +485,8 @@ class RobotConfig:
     """Side of the square camera image in pixels (the training resolution)."""
     camera: str = "front"
     """Scene camera (own: front | top)."""
+    wrist_camera: bool = False
+    """own suite: add the gripper's wrist camera (``wrist_image``) as a second image per turn."""
     proprio: bool = True
     """Add the end effector's position (mm) and gripper state to each turn's text."""
     chunk: int = 1
@@ -540,6 +542,11 @@ class RobotConfig:
                 "robot.task",
                 f"{self.task!r} is unknown; use one of {', '.join(ROBOT_TASKS)}",
             )
+        _check(
+            not self.wrist_camera or self.suite == "own",
+            "robot.wrist_camera",
+            f"only the own suite has a wrist camera, not {self.suite!r}",
+        )
         _check(
             16 <= self.image_size <= 512,
             "robot.image_size",

@@ -13,9 +13,10 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from sim.robot.errors import RenderBackendError, RobotActionError, RobotSceneError  # noqa: E402
-from sim.robot.scene import CUBES, ZONES, RobotScene, SceneSnapshot  # noqa: E402
+from sim.robot.scene import BUTTONS, CUBES, ZONES, RobotScene, SceneSnapshot  # noqa: E402
 
 __all__ = [
+    "BUTTONS",
     "CUBES",
     "ZONES",
     "RenderBackendError",

@@ -1,5 +1,8 @@
 """``RobotScene``: a seeded table-top pick-and-place scene with a mocap suction gripper.
 
+``RobotScene(buttons=True)`` adds the push buttons of :data:`BUTTONS` (the ``press`` task); a
+button's travel (how far its cap is pressed down) is :meth:`RobotScene.button_travel`.
+
 Coordinates: world frame in metres, z up, table top at z = 0, origin at the table centre.
 Actions: ``(dx, dy, dz, gripper)``, each in [-1, 1] (values outside are clipped);
 ``dx, dy, dz`` scale to at most ``max_step`` metres per call, the end effector is clipped to
@@ -20,17 +23,30 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sim.robot.errors import RobotActionError, RobotSceneError  # noqa: E402
-from sim.robot.mjcf import CUBE_HALF, CUBE_RGBA, ZONE_HALF, ZONE_RGBA, scene_xml  # noqa: E402
+from sim.robot.mjcf import (  # noqa: E402
+    BUTTON_RGBA,
+    BUTTON_TOP,
+    CUBE_HALF,
+    CUBE_RGBA,
+    HOUSING_RADIUS,
+    ZONE_HALF,
+    ZONE_RGBA,
+    scene_xml,
+)
 from sim.robot.render import OffscreenRenderer  # noqa: E402
 
 CUBES: tuple[str, ...] = tuple(CUBE_RGBA)
 ZONES: tuple[str, ...] = tuple(ZONE_RGBA)
-CAMERAS: tuple[str, ...] = ("front", "top")
+BUTTONS: tuple[str, ...] = tuple(BUTTON_RGBA)
+FIXED_CAMERAS: tuple[str, ...] = ("front", "top")
+CAMERAS: tuple[str, ...] = (*FIXED_CAMERAS, "wrist")  # wrist: rides on the gripper
 WORKSPACE_LO = np.array([-0.25, -0.25, CUBE_HALF])
 WORKSPACE_HI = np.array([0.25, 0.25, 0.30])
 PLACE_LO, PLACE_HI = -0.2, 0.2  # xy range of seeded cube and zone centres, m
 GRASP_XY, GRASP_Z = 0.025, 0.035  # grasp region half extents around the end effector, m
 EE_HOME = np.array([0.0, 0.0, 0.15])
+BUTTON_ZONE_SEP = ZONE_HALF + HOUSING_RADIUS + 0.005  # m, inf-norm, button centre to zone centre
+BUTTON_CUBE_SEP = HOUSING_RADIUS + CUBE_HALF * 2**0.5 + 0.01  # m, clear of a cube at any yaw
 _STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # time, qpos, qvel, act, warmstart, mocap, eq
 
 
@@ -45,22 +61,25 @@ class SceneSnapshot:
 
 
 class RobotScene:
-    """Table, mocap gripper, cubes ``CUBES`` and target zones ``ZONES``; see module docstring."""
+    """Table, mocap gripper, cubes ``CUBES``, target zones ``ZONES`` and, with ``buttons``, the
+    push buttons ``BUTTONS``; see the module docstring."""
 
-    def __init__(self, max_step: float = 0.02, substeps: int = 20) -> None:
+    def __init__(self, max_step: float = 0.02, substeps: int = 20, buttons: bool = False) -> None:
         if not max_step > 0 or not isinstance(substeps, int) or substeps < 1:
             raise RobotSceneError(
                 f"need max_step > 0 and substeps >= 1, got {max_step}, {substeps}"
             )
-        self.model = mujoco.MjModel.from_xml_string(scene_xml())
+        self.buttons: tuple[str, ...] = BUTTONS if buttons else ()
+        self.model = mujoco.MjModel.from_xml_string(scene_xml(buttons=bool(buttons)))
         self.data = mujoco.MjData(self.model)
         self.max_step = float(max_step)
         self.substeps = substeps
         m = self.model
         self._mocap = {
             name: int(m.body_mocapid[m.body(name).id])
-            for name in ("gripper", *(f"zone_{z}" for z in ZONES))
+            for name in ("gripper", *(f"zone_{z}" for z in ZONES), *self._button_bodies())
         }
+        self._bqadr = [int(m.jnt_qposadr[m.joint(f"button_{b}").id]) for b in self.buttons]
         self._qadr = [int(m.jnt_qposadr[m.joint(f"cube_{c}").id]) for c in CUBES]
         self._dadr = [int(m.jnt_dofadr[m.joint(f"cube_{c}").id]) for c in CUBES]
         self._eq = [m.equality(f"grasp_{c}").id for c in CUBES]
@@ -72,6 +91,9 @@ class RobotScene:
         self.closed = False
         self.held = -1
         self.reset(0)
+
+    def _button_bodies(self) -> tuple[str, ...]:
+        return tuple(f"button_{b}" for b in self.buttons)
 
     # ----------------------------------------------------------------------------- reset
     def reset(self, seed: int) -> None:
@@ -95,6 +117,13 @@ class RobotScene:
             a = self._qadr[i]
             d.qpos[a : a + 3] = [xy[0], xy[1], CUBE_HALF]
             d.qpos[a + 3 : a + 7] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
+        # buttons draw after everything else, so the other objects' layout is the same as in
+        # the scene without buttons at every seed
+        placed: list[np.ndarray] = []
+        for name in self.buttons:
+            xy = _sample(rng, placed, 2 * HOUSING_RADIUS + 0.02, zones, BUTTON_ZONE_SEP, cubes)
+            placed.append(xy)
+            d.mocap_pos[self._mocap[f"button_{name}"]] = [xy[0], xy[1], 0.0]
         d.mocap_pos[self._mocap["gripper"]] = EE_HOME
         mujoco.mj_forward(m, d)
 
@@ -154,7 +183,9 @@ class RobotScene:
     def restore(self, snap: SceneSnapshot) -> None:
         """Return to ``snap``; the same actions afterwards give bit-identical states."""
         if not isinstance(snap, SceneSnapshot) or snap.state.shape != (self._state_size,):
-            raise RobotSceneError("restore() needs a SceneSnapshot taken from a RobotScene")
+            raise RobotSceneError(
+                "restore() needs a SceneSnapshot taken from a RobotScene with the same buttons"
+            )
         if snap.eq_data.shape != self.model.eq_data.shape:
             raise RobotSceneError("snapshot eq_data shape does not match this scene")
         mujoco.mj_setState(self.model, self.data, snap.state, _STATE_SPEC)
@@ -173,6 +204,24 @@ class RobotScene:
     def cube_positions(self) -> dict[str, np.ndarray]:
         """Cube centre positions, world frame, m: ``{name: (3,)}`` in ``CUBES`` order."""
         return {c: self.data.qpos[a : a + 3].copy() for c, a in zip(CUBES, self._qadr, strict=True)}
+
+    def button_tops(self) -> dict[str, np.ndarray]:
+        """Centre of each button cap's top face now (it moves down when pressed), world frame,
+        m: ``{name: (3,)}`` in ``BUTTONS`` order; empty without buttons."""
+        out = {}
+        for name, a in zip(self.buttons, self._bqadr, strict=True):
+            base = self.data.mocap_pos[self._mocap[f"button_{name}"]]
+            out[name] = base + np.array([0.0, 0.0, BUTTON_TOP + self.data.qpos[a]])
+        return out
+
+    def button_travel(self, button: str) -> float:
+        """How far ``button``'s cap is pressed down from rest, m (0 at rest, >= 0)."""
+        if button not in self.buttons:
+            raise RobotSceneError(
+                f"unknown button {button!r}; this scene's buttons are {list(self.buttons)}"
+                + ("" if self.buttons else " (build it with RobotScene(buttons=True))")
+            )
+        return max(0.0, -float(self.data.qpos[self._bqadr[self.buttons.index(button)]]))
 
     def zone_positions(self) -> dict[str, np.ndarray]:
         """Zone centre positions, world frame, m: ``{name: (3,)}`` in ``ZONES`` order."""
@@ -228,12 +277,16 @@ def _sample(
     min_sep: float,
     avoid: list[np.ndarray],
     avoid_sep: float,
+    cubes: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
-    """Draw an xy in the placement square at least ``min_sep`` (inf-norm) from ``same``."""
+    """Draw an xy in the placement square at least ``min_sep`` (inf-norm) from ``same``,
+    ``avoid_sep`` from ``avoid`` and ``BUTTON_CUBE_SEP`` from ``cubes``."""
     for _ in range(1000):
         xy = rng.uniform(PLACE_LO, PLACE_HI, size=2)
-        if all(np.max(np.abs(xy - o)) >= min_sep for o in same) and all(
-            np.max(np.abs(xy - o)) >= avoid_sep for o in avoid
+        if (
+            all(np.max(np.abs(xy - o)) >= min_sep for o in same)
+            and all(np.max(np.abs(xy - o)) >= avoid_sep for o in avoid)
+            and all(np.max(np.abs(xy - o)) >= BUTTON_CUBE_SEP for o in cubes)
         ):
             return xy
     raise RobotSceneError("could not place objects without overlap in 1000 draws")

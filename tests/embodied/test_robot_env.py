@@ -14,6 +14,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before the first `import mujoco`
 pytest.importorskip("mujoco")
 
 import gymnasium  # noqa: E402
+from gymnasium.envs.registration import EnvSpec  # noqa: E402
 
 import embodied  # noqa: E402
 from embodied.chunk import ActionChunk  # noqa: E402
@@ -24,7 +25,19 @@ from sim.robot import RenderBackendError  # noqa: E402
 from tests.env_contract import check_contract, same_obs  # noqa: E402
 
 S = 64
-IDS = dict(zip(KINDS, embodied.registered_env_ids(), strict=True))
+IDS = {gymnasium.spec(i).kwargs["task"]: i for i in embodied.registered_env_ids()}
+
+
+def _spec(kind: str) -> EnvSpec:
+    """The registered spec of ``kind``, or the same spec unregistered (``gymnasium.make`` adds
+    the same wrappers either way)."""
+    if kind in IDS:
+        return gymnasium.spec(IDS[kind])
+    return EnvSpec(
+        f"vlagent/Unregistered-{kind}-v0", "embodied.robot_env:RobotEnv", kwargs={"task": kind}
+    )
+
+
 VALID = [
     np.zeros(4, np.float32),
     np.array([1, -1, 0.5, 1], np.float32),
@@ -61,7 +74,7 @@ def _needs_gl() -> None:
 
 
 def _make(kind: str, **kw) -> gymnasium.Env:
-    return gymnasium.make(IDS[kind], image_size=S, **kw)
+    return gymnasium.make(_spec(kind), image_size=S, **kw)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -11,7 +11,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # must precede the first `import mujo
 mujoco = pytest.importorskip("mujoco")
 
 from sim.robot import CUBES, RenderBackendError, RobotActionError, RobotScene  # noqa: E402
-from sim.robot.scene import WORKSPACE_HI  # noqa: E402
+from sim.robot.scene import BUTTONS, CAMERAS, WORKSPACE_HI  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +189,38 @@ def test_render_shape_dtype_red_cube_and_change(scene: RobotScene) -> None:
     moved = _render_or_skip(scene, 160, 120, "front")
     assert not np.array_equal(moved, img)
     assert np.nonzero(_red_mask(moved))[1].mean() > cols_before + 5
+
+
+def test_wrist_camera_rides_on_the_gripper(scene: RobotScene) -> None:
+    assert CAMERAS == ("front", "top", "wrist")
+    scene.reset(2)
+    wrist = _render_or_skip(scene, 64, 64, "wrist")
+    front = _render_or_skip(scene, 64, 64, "front")
+    assert wrist.shape == (64, 64, 3) and not np.array_equal(wrist, front)
+    scene.apply([1, 0, -1, -1])
+    moved = _render_or_skip(scene, 64, 64, "wrist")
+    assert not np.array_equal(moved, wrist), "the wrist view follows the gripper"
+    scene.reset(2)
+    assert np.array_equal(_render_or_skip(scene, 64, 64, "wrist"), wrist), "seeded"
+
+
+def test_button_scene_snapshot_restores_a_pressed_cap() -> None:
+    s = RobotScene(max_step=0.05, substeps=40, buttons=True)
+    assert s.buttons == BUTTONS and RobotScene().buttons == ()
+    s.reset(6)
+    top = s.button_tops()["yellow"]
+    _move_to(s, [top[0], top[1], 0.06], -1)
+    path = [[0, 0, -0.5, -1]] * 3 + [[0, 0, 1, -1]] * 2
+    s.apply(path[0])
+    snap = s.snapshot()
+    assert s.button_travel("yellow") > 0.0, "the fingers are on the cap"
+    for a in path[1:]:
+        s.apply(a)
+    first = _full_state(s)
+    s.reset(0)
+    s.restore(snap)
+    for a in path[1:]:
+        s.apply(a)
+    assert np.array_equal(_full_state(s), first)
+    with pytest.raises(ValueError, match="SceneSnapshot"):
+        RobotScene().restore(snap)  # a scene without buttons has a smaller state

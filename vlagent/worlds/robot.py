@@ -42,8 +42,9 @@ def system_prompt(cfg: RobotConfig) -> str:
     """The system text: what the numbers mean (bins of [-1, 1], the gripper's sign)."""
     mid = cfg.n_bins // 2
     per = "one action" if cfg.chunk == 1 else f"{cfg.chunk} actions separated by ';'"
+    views = " The second image is the gripper's wrist camera." if cfg.wrist_camera else ""
     return (
-        "You control a robot gripper over a table. Reply with "
+        f"You control a robot gripper over a table.{views} Reply with "
         f"{per}: four bins 0..{cfg.n_bins - 1} for dx dy dz gripper "
         f"({mid} is about no motion; a gripper bin of {mid} or more closes it, below opens)."
     )
@@ -84,8 +85,11 @@ class RobotAdapter:
         traj.extras["frames"].append(image)
         if "proprio" in obs:
             traj.extras["proprio"].append(np.asarray(obs["proprio"], dtype=np.float32))
+        images = [image]
+        if self.cfg.wrist_camera and "wrist_image" in obs:  # a demo file's replay has none
+            images.append(np.asarray(obs["wrist_image"], dtype=np.uint8))
         text = turn_text(traj.instruction, proprio)
-        traj.segments.append(Segment(self.prompts.get([image], text, self.system)))
+        traj.segments.append(Segment(self.prompts.get(images, text, self.system)))
 
     def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
         traj.extras.update(frames=[], proprio=[], kind=str(info.get("kind", self.cfg.task)))
@@ -225,6 +229,7 @@ class RobotWorld(World):
             max_steps=r.max_steps,
             reward=dict(r.reward),
             chunk=r.chunk,
+            wrist_view=r.wrist_camera,
         )
 
     def adapter(self) -> RobotAdapter:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from vlagent.config import load_config
+from vlagent.errors import ConfigError
 from vlagent.models.loading import load_policy
 from vlagent.rollout.runner import EpisodeSpec
 from vlagent.rollout.trajectory import Trajectory
@@ -214,3 +215,26 @@ def test_demo_file_episodes_replay_the_recorded_actions(policy, tmp_path, fmt, c
         assert t.status == "truncated" and not t.success  # a recording says nothing of success
         assert len(t.turns) == -(-len(actions) // chunk)
         assert not any(x.invalid for x in t.turns)
+
+
+def test_press_with_the_wrist_camera_sends_two_images(policy) -> None:
+    """``robot.task=press`` with ``robot.wrist_camera``: the scripted presses succeed through the
+    codec, and each turn's prompt carries the scene and the wrist images (2 image grids)."""
+    world = _world(policy, "robot.task=press", "robot.wrist_camera=true")
+    trajs = _demo(world, "demo", 2)
+    assert all(t.success for t in trajs), [t.status for t in trajs]
+    prompt = trajs[0].segments[0].prompt
+    assert prompt.image_grid_thw.shape[0] == 2
+    assert "wrist camera" in world.adapter().system
+    plain = _demo(_world(policy, "robot.task=press"), "demo", 1)
+    assert plain[0].segments[0].prompt.image_grid_thw.shape[0] == 1
+    with pytest.raises(ConfigError, match="robot.wrist_camera"):
+        load_config(
+            None,
+            [
+                "world=robot",
+                "robot.suite=metaworld",
+                "robot.task=reach-v3",
+                "robot.wrist_camera=true",
+            ],
+        )
