@@ -131,6 +131,16 @@ class GRPOConfig:
     """Rows per forward/backward with gradient accumulation (0 = a whole minibatch)."""
     recompute_old_logprobs: bool = False
     """Recompute old log-probs with a forward pass instead of reusing the sampler's."""
+    max_staleness: int = 0
+    """Asynchronous rollouts (``rollout/ahead.py``): k > 0 samples step s with the weights of
+    step s - k on a thread while the trainer updates (one-step-off pipelining at k = 1);
+    episodes more than k versions old are dropped and counted; the ratio against the
+    sampler's log-probs is the importance correction. 0: synchronous."""
+    engine: str = "hf"
+    """Rollout engine (``rollout/engines.py``): hf = the transformers sampler on the trained
+    model; vllm = vLLM, weights pushed after each update (docs/SCALING.md "vLLM engine")."""
+    vllm_python: str = ".venv-vllm/bin/python"
+    """CPU vllm engine: the python of the vLLM venv (``scripts/setup_vllm.sh``)."""
     gradient_checkpointing: bool = False
     """Trade compute for memory in the policy's forward pass."""
     shared_prefix: bool = True
@@ -230,6 +240,22 @@ class GRPOConfig:
             "grpo.episode_weight",
             "is 0 without GiGPO (grpo.gigpo_weight = 0): no turn would get any credit",
         )
+        _check(
+            self.max_staleness >= 0, "grpo.max_staleness", f"must be >= 0, got {self.max_staleness}"
+        )
+        _check(
+            self.max_staleness == 0 or not self.recompute_old_logprobs,
+            "grpo.recompute_old_logprobs",
+            "must be false with grpo.max_staleness > 0: stale episodes are importance-corrected "
+            "against the sampler's own log-probs, which a recompute would replace",
+        )
+        _one_of(self.engine, "grpo.engine", ("hf", "vllm"))
+        _check(
+            self.engine == "hf" or self.max_staleness == 0,
+            "grpo.engine / grpo.max_staleness",
+            "the vllm engine samples synchronously; set grpo.max_staleness=0",
+        )
+        _check(bool(self.vllm_python.strip()), "grpo.vllm_python", "must name a python binary")
         _check(0 <= self.gamma <= 1, "grpo.gamma", f"must be in [0, 1], got {self.gamma}")
         _check(
             self.max_new_tokens >= 1,

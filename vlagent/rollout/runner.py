@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vlagent.rollout.engine import sample_turns
+from vlagent.rollout.engines import RolloutEngine
 from vlagent.rollout.env_steps import call_all, env_executor, reset_env, step_env
 from vlagent.rollout.trajectory import Trajectory, Turn
 
@@ -271,6 +272,7 @@ def run_episodes(
     shared_prefix: bool = True,
     policy_version: int = 0,
     env_threads: int = 1,
+    engine: RolloutEngine | None = None,
 ) -> list[Trajectory]:
     """Run one episode per spec to its end (env termination, truncation, limit, crash).
 
@@ -289,6 +291,8 @@ def run_episodes(
         policy_version: recorded on every trajectory.
         env_threads: threads that run the env resets and steps of one round (1: one after
             another on this thread); ``make_env`` is always called on this thread.
+        engine: samples the turns (``rollout/engines.py``, e.g. vLLM); None: the transformers
+            sampler on ``policy.model`` (``shared_prefix`` applies to it only).
 
     Returns:
         The trajectories in ``specs`` order.
@@ -303,6 +307,8 @@ def run_episodes(
     sample = functools.partial(
         sample_turns, policy, temperature=temperature, greedy=greedy, shared_prefix=shared_prefix
     )
+    if engine is not None:
+        sample = functools.partial(engine.sample_turns, temperature=temperature, greedy=greedy)
     with env_executor(env_threads) as pool:
         for lo in range(0, len(trajs), chunk_size):
             slots = [_Slot(t) for t in trajs[lo : lo + chunk_size]]

@@ -62,9 +62,16 @@ def step_seed(seed: int, step: int, round_: int = 0) -> int:
 
 
 def rollout_group(
-    policy: Any, world: World, cfg: TrainConfig, task_ids: Sequence[Any], seed: int, version: int
+    policy: Any,
+    world: World,
+    cfg: TrainConfig,
+    task_ids: Sequence[Any],
+    seed: int,
+    version: int,
+    engine: Any = None,
 ) -> list[Trajectory]:
-    """G sampled episodes of each task (group id = task position), all reset alike."""
+    """G sampled episodes of each task (group id = task position), all reset alike; ``engine``
+    (``rollout/engines.py``) samples when given, else the transformers sampler."""
     g = cfg.grpo
     specs = group_specs(task_ids, g.group_size, seeds=0)
     return world.episodes(
@@ -77,14 +84,23 @@ def rollout_group(
         chunk_size=max(cfg.loop.batch_size, g.group_size),
         shared_prefix=g.shared_prefix,
         policy_version=version,
+        **({"engine": engine} if engine is not None else {}),
     )
 
 
 def collect(
-    policy: Any, world: World, cfg: TrainConfig, step: int, keys: KeyStream
+    policy: Any,
+    world: World,
+    cfg: TrainConfig,
+    step: int,
+    keys: KeyStream,
+    version: int | None = None,
+    engine: Any = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
-    """Sample one training batch of episodes (with dynamic-sampling rounds when enabled)."""
+    """Sample one training batch of episodes (with dynamic-sampling rounds when enabled) with
+    ``policy``, whose weights are version ``version`` (default: ``step``)."""
     g = cfg.grpo
+    version = step if version is None else version
     sampler = (
         DynamicSampler(g.prompts_per_step, g.max_resample_rounds) if g.dynamic_sampling else None
     )
@@ -93,7 +109,7 @@ def collect(
     while True:
         task_ids = keys.take(g.prompts_per_step)
         trajs = rollout_group(
-            policy, world, cfg, task_ids, step_seed(cfg.run.seed, step, round_), step
+            policy, world, cfg, task_ids, step_seed(cfg.run.seed, step, round_), version, engine
         )
         for t in trajs:  # groups of later rounds never merge with earlier ones
             t.group_id += n_groups
@@ -152,9 +168,12 @@ def train_step(
     with timer("advantage"):
         rows = with_advantages(rows, trajs, turn_advantages(trajs, g, rewards))
     old_logp = rows.old_logp
-    if g.recompute_old_logprobs:
+    if g.recompute_old_logprobs or g.engine != "hf":
         with timer("old_logprob"):
-            old_logp = recompute_logprobs(policy, rows, g)
+            recomputed = recompute_logprobs(policy, rows, g)
+        on = rows.mask > 0  # the off-policy error of the sampler: |behaviour - trainer| logp
+        out["logp_gap"] = float((rows.old_logp - recomputed).abs()[on].mean()) if on.any() else 0.0
+        old_logp = recomputed if g.recompute_old_logprobs else old_logp
     with timer("update"):
         out.update(
             policy_update(
@@ -222,6 +241,60 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
     keys = KeyStream.restore(world, extra.get("keys"), list(g.difficulty_band))
     step = run.step
     stop_reason = "steps"
+    ahead = start_ahead(policy, world, cfg, keys, step) if g.max_staleness > 0 else None
+    engine = None
+    if g.engine != "hf":
+        from vlagent.rollout.engines import make_engine
+
+        engine = make_engine(g.engine, policy, python=g.vllm_python)  # starts at these weights
+    try:
+        step, stop_reason = _loop(run, sched, reference, keys, ahead, engine)
+    finally:
+        if ahead is not None:
+            ahead.close()
+        if engine is not None:
+            engine.close()
+    extra["keys"] = keys.state() if ahead is None else extra.get("keys", keys.state())
+    final = run.finish(step, stop_reason, scheduler=sched)
+    return GRPOResult(str(final), step, extra["train_seconds"], stop_reason)
+
+
+def start_ahead(policy: Any, world: World, cfg: TrainConfig, keys: KeyStream, step: int) -> Any:
+    """The sampling thread of ``grpo.max_staleness`` k > 0 (``rollout/ahead.py``): step s is
+    sampled by version ``s - k`` on a copy of the policy."""
+    from vlagent.rollout.ahead import AheadSampler
+
+    def produce(rollout_policy: Any, s: int, version: int) -> tuple[Any, Any, Any]:
+        world.on_step(s)
+        trajs, stats = collect(rollout_policy, world, cfg, s, keys, version)
+        return trajs, stats, keys.state()
+
+    twin = dataclasses.replace(policy, model=copy_model(policy.model))
+    return AheadSampler(produce, twin, policy.model, step, cfg.grpo.steps, cfg.grpo.max_staleness)
+
+
+def copy_model(model: torch.nn.Module) -> torch.nn.Module:
+    """A frozen copy of ``model`` for sampling (no gradients, eval mode)."""
+    import copy
+
+    twin = copy.deepcopy(model)
+    twin.requires_grad_(False)
+    return twin.eval()
+
+
+def _loop(
+    run: Any, sched: Any, reference: Any, keys: KeyStream, ahead: Any, engine: Any = None
+) -> tuple[int, str]:
+    """The step loop of :func:`run_grpo`; returns (steps done, stop reason). ``engine``: a
+    rollout engine other than hf, slept during the update and given the weights after it."""
+    import contextlib
+
+    from vlagent.rollout.ahead import split_stale, staleness_metrics
+
+    cfg, policy, opt, world, extra = run.cfg, run.policy, run.opt, run.world, run.extra
+    g, phase = cfg.grpo, run.phase
+    step, stop_reason = run.step, "steps"
+    quiet = ahead.paused if ahead is not None else contextlib.nullcontext
     while step < g.steps:
         if g.max_seconds > 0 and extra["train_seconds"] >= g.max_seconds:
             stop_reason = "max_seconds"
@@ -231,15 +304,29 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
             break
         timer = Timer()
         t0 = time.perf_counter()
-        world.on_step(step)
         with timer("generate"):
-            trajs, row = collect(policy, world, cfg, step, keys)
+            if ahead is None:
+                world.on_step(step)
+                trajs, row = collect(policy, world, cfg, step, keys, engine=engine)
+            else:
+                batch = ahead.take(step)
+                trajs, dropped = split_stale(batch.trajectories, step, g.max_staleness)
+                row = {**batch.stats, **staleness_metrics(trajs, dropped, step)}
+                extra["keys"] = batch.cursor
+        if engine is not None:
+            engine.sleep()  # GPU: free vLLM's memory for the update
         row.update(
             train_step(
                 policy, trajs, g, opt, sched, reference, step_seed(cfg.run.seed, step, 99), timer
             )
         )
         step += 1
+        if engine is not None:
+            engine.wake_up()
+            with timer("push_weights"):
+                engine.push_weights(policy, step)
+        if ahead is not None:
+            ahead.publish(step, policy.model)
         extra["samples"] = extra.get("samples", 0) + int(row["sampled"])
         row["samples_total"] = float(extra["samples"])
         elapsed = time.perf_counter() - t0
@@ -253,16 +340,18 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
         run.bar.set_postfix(
             reward=f"{row.get('reward/mean', 0.0):.3f}", hit=f"{row.get('success_rate', 0.0):.2f}"
         )
-        if cfg.eval.every and step % cfg.eval.every == 0:
-            row.update(run.validate(step))
-        if cfg.run.samples_every and step % cfg.run.samples_every == 0 and trajs:
-            world.save_pictures(
-                trajs[: min(g.group_size, 8)], run.run_dir / "samples", f"{phase}_step_{step:06d}"
-            )
+        with quiet():  # the sampling thread waits: validation and pictures use the world
+            if cfg.eval.every and step % cfg.eval.every == 0:
+                row.update(run.validate(step))
+            if cfg.run.samples_every and step % cfg.run.samples_every == 0 and trajs:
+                world.save_pictures(
+                    trajs[: min(g.group_size, 8)],
+                    run.run_dir / "samples",
+                    f"{phase}_step_{step:06d}",
+                )
         run.metrics.log(step, row)
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
-            extra["keys"] = keys.state()
+            if ahead is None:
+                extra["keys"] = keys.state()
             save_checkpoint(run.run_dir, phase, step, policy, opt, extra, scheduler=sched)
-    extra["keys"] = keys.state()
-    final = run.finish(step, stop_reason, scheduler=sched)
-    return GRPOResult(str(final), step, extra["train_seconds"], stop_reason)
+    return step, stop_reason

@@ -350,5 +350,6 @@ def test_chain_suites_hold_out_unseen_combinations_and_seeds(policy):
     assert world.num_tasks("train") == 96 and world.num_tasks("test") == 96
     first = world.task(world.task_ids("test", 0, 1)[0])
     assert (
-        first.task_id == heldout["tasks"][0]["id"] and first.max_steps == len(first.params.toggles) + 3
+        first.task_id == heldout["tasks"][0]["id"]
+        and first.max_steps == len(first.params.toggles) + 3
     )
