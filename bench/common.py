@@ -297,7 +297,14 @@ def ensure_sft_start(
         ``{"path", "steps", "seconds", "val_accuracy", "val_screens", "cached"}``.
     """
     key = config_hash(
-        size, sft, job.level, job.answer_format, job.reward, job.seed, ttt.val_screens
+        size,
+        sft,
+        job.level,
+        job.answer_format,
+        job.reward,
+        job.seed,
+        ttt.val_screens,
+        model_dir.name,
     )
     out_dir = work_dir / f"sft-{key}"
     info_path = out_dir / "sft_start.json"

@@ -44,6 +44,12 @@ SCHEMA_VERSION = 1
 
 PRESETS: dict[str, dict[str, Any]] = {
     "bench": {},
+    # Job 2: the release-shaped model (Qwen's real 151,936-row vocabulary and tokenizer, tiny
+    # random weights: bench/logits_chunk.py build_release_model), same job settings as "bench".
+    "release": {
+        "release_model": {"hidden": 128, "layers": 2},
+        "size": ModelSize(family="qwen3_vl"),
+    },
     # Seconds, not minutes: checks the harness end to end, says nothing about speed.
     "smoke": {
         "size": ModelSize(
@@ -71,6 +77,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eval_max_new_tokens": 8,
     },
 }
+
+
+def ensure_release_model(work_dir: Path, hidden: int, layers: int) -> Path:
+    """Build (once) the release-shaped model of job 2 under ``work_dir``."""
+    from bench.logits_chunk import build_release_model
+
+    path = work_dir / f"release-h{hidden}-l{layers}"
+    if not (path / "config.json").exists():
+        log.info("building the release-shaped model at %s", path)
+        build_release_model(path, hidden, layers)
+    return path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -228,7 +245,8 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
     work = args.work_dir.resolve()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     runs_dir = work / "runs" / stamp
-    model_dir = ensure_bench_model(size, work)
+    release = PRESETS[args.preset].get("release_model")
+    model_dir = ensure_release_model(work, **release) if release else ensure_bench_model(size, work)
     sft = ensure_sft_start(model_dir, size, job, sft_cfg, ttt, work)
     log.info("SFT start %s: val accuracy %.3f", sft["path"], sft["val_accuracy"])
     report: dict[str, Any] = {
@@ -241,7 +259,7 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine_info(job.device),
         "config": {
             "preset": args.preset,
-            "model": dataclasses.asdict(size),
+            "model": {"release_model": release} if release else dataclasses.asdict(size),
             "job": dataclasses.asdict(job) | {"threads_resolved": job.resolved_threads()},
             "sft_start": dataclasses.asdict(sft_cfg),
             "threshold": dataclasses.asdict(ttt),

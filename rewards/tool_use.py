@@ -234,6 +234,9 @@ class ToolRewardConfig:
     """Tool calls per episode that cost nothing."""
     per_call: float = 0.05
     """Cost of each tool call beyond ``free_calls`` (>= 0)."""
+    invalid_call: float = 0.0
+    """Cost of each tool call that failed (malformed, unknown tool, bad box; >= 0). Without it a
+    policy that drifts into broken calls pays nothing for them."""
     evidence_weight: float = 0.0
     """Weight of the grounded-evidence term (0 turns it off)."""
     evidence: EvidenceKind = "contains"
@@ -250,7 +253,7 @@ class ToolRewardConfig:
     def __post_init__(self) -> None:
         for name in ("bonus", "evidence_weight"):
             _finite(f"ToolRewardConfig.{name}", getattr(self, name))
-        for name in ("per_call", "curiosity_alpha"):
+        for name in ("per_call", "invalid_call", "curiosity_alpha"):
             _finite(f"ToolRewardConfig.{name}", getattr(self, name), lo=0.0)
         _finite("ToolRewardConfig.curiosity_H", self.curiosity_H, lo=0.0, hi=1.0)
         if (
@@ -274,6 +277,7 @@ class ToolRewardConfig:
 TOOL_TERMS: tuple[str, ...] = (
     "tool_bonus",
     "tool_call_penalty",
+    "tool_error_penalty",
     "zoom_evidence",
     "curiosity",
     "answer",
@@ -290,6 +294,7 @@ def episode_reward(
     *,
     correct: bool | None = None,
     group_tool_rate: float | None = None,
+    n_tool_errors: int = 0,
 ) -> RewardResult:
     """The answer's reward plus the tool-use terms of ``cfg``, as named terms that sum to it.
 
@@ -302,10 +307,12 @@ def episode_reward(
         correct: whether the answer is right; by default ``answer_terms.terms[cfg.correct_term]
             > 0`` (raises :class:`RewardSpecError` if that term is absent).
         group_tool_rate: RaPR of the episode's group; needed when ``cfg.curiosity_alpha > 0``.
+        n_tool_errors: tool calls that failed; each costs ``cfg.invalid_call``.
 
     Returns:
         ``RewardResult``: the answer's terms, then ``tool_bonus``, ``tool_call_penalty``, and
-        ``zoom_evidence`` / ``curiosity`` when their weights are non-zero.
+        ``tool_error_penalty`` / ``zoom_evidence`` / ``curiosity`` when their weights are
+        non-zero.
 
     >>> answer = RewardResult(1.1, {"point_in_box": 1.0, "format": 0.1})
     >>> episode_reward(answer, 3, [], (0.1, 0.1, 0.2, 0.2), ToolRewardConfig()).terms
@@ -328,6 +335,8 @@ def episode_reward(
         )
     terms["tool_bonus"] = tool_bonus(correct, n_tool_calls, cfg.bonus).value
     terms["tool_call_penalty"] = tool_call_penalty(n_tool_calls, cfg.free_calls, cfg.per_call).value
+    if cfg.invalid_call != 0.0:
+        terms["tool_error_penalty"] = -cfg.invalid_call * _count(n_tool_errors)
     if cfg.evidence_weight != 0.0:
         fn = zoom_contains_target if cfg.evidence == "contains" else zoom_evidence_iou
         terms["zoom_evidence"] = (

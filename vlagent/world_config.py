@@ -259,6 +259,8 @@ class ToolRewardSection:
     """Tool calls that cost nothing."""
     per_call: float = 0.05
     """Cost of each further call."""
+    invalid_call: float = 0.0
+    """Cost of each failed tool call (malformed, unknown tool, bad box; 0 = free)."""
     evidence_weight: float = 0.0
     """Weight of the zoom-evidence term (0 = off)."""
     evidence: str = "contains"

@@ -165,3 +165,18 @@ def test_episode_terms_sum_to_value(n_calls, zooms, rate, hit, weight):
     out = episode_reward(answer, n_calls, zooms, TARGET, cfg, group_tool_rate=rate)
     assert out.value == pytest.approx(sum(out.terms.values()))
     assert out.terms["tool_bonus"] == (0.2 if hit and n_calls >= 1 else 0.0)
+
+
+def test_invalid_call_costs_each_failed_call():
+    from rewards import RewardResult
+    from rewards.tool_use import ToolRewardConfig, episode_reward
+
+    answer = RewardResult(1.0, {"point_in_box": 1.0})
+    cfg = ToolRewardConfig(invalid_call=0.1)
+    out = episode_reward(answer, 1, [], (0, 0, 1, 1), cfg, n_tool_errors=3)
+    assert out.terms["tool_error_penalty"] == pytest.approx(-0.3)
+    assert out.value == pytest.approx(sum(out.terms.values()))
+    plain = episode_reward(answer, 1, [], (0, 0, 1, 1), ToolRewardConfig(), n_tool_errors=3)
+    assert "tool_error_penalty" not in plain.terms
+    with pytest.raises(Exception, match="invalid_call"):
+        ToolRewardConfig(invalid_call=-1.0)

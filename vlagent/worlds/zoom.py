@@ -211,6 +211,7 @@ class ZoomAdapter:
                 cfg,
                 correct=correct,
                 group_tool_rate=float(rate),
+                n_tool_errors=sum(x.kind == "tool_error" for x in t.turns),
             )
             for k, v in result.terms.items():
                 if k in TOOL_TERMS:

@@ -396,3 +396,18 @@ def test_rollout_picture_has_one_panel_per_observation(tiny_dir):
     assert magenta_on_left_edge(picture) > 0.95  # the zoom box is drawn where it looked
     (direct,) = _run(world, {5: ['{"point_2d": [1, 2]}']})
     assert magenta_on_left_edge(render_episode(direct)) < 0.05  # no zoom, no box
+
+
+def test_failed_tool_calls_cost_tools_reward_invalid_call(tiny_dir):
+    """``tools.reward.invalid_call``: each failed call (here a malformed one and one with an
+    unknown tool) costs that much on the last turn; successful calls are never charged by it."""
+    bad = "<tool_call>{not json</tool_call>"
+    unknown = '<tool_call>{"name": "rotate", "arguments": {}}</tool_call>'
+    texts = {4: [bad, unknown, _zoom(ZOOMS[0]), '{"point_2d": [1, 2]}']}
+    (traj,) = _run(_world(tiny_dir, "tools.reward.invalid_call=0.25"), texts)
+    assert [x.kind for x in traj.turns][:3] == ["tool_error", "tool_error", "tool"]
+    assert traj.reward_terms["tool_error_penalty"] == pytest.approx(-0.5)
+    assert traj.reward == pytest.approx(sum(traj.reward_terms.values()))
+    (free,) = _run(_world(tiny_dir), texts)
+    assert "tool_error_penalty" not in free.reward_terms
+    assert free.reward == pytest.approx(traj.reward + 0.5)
