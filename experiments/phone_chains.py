@@ -15,6 +15,7 @@ budget, and evaluate each:
 Budgets are step counts. 95 % Wilson intervals come with every held-out success rate.
 
     python -m experiments.phone_chains --seeds 0,1,2 --out docs/results/phone_chains.json
+    python -m experiments.phone_chains --table docs/results/phone_chains*.json   # markdown
 
 Run from the repository root (``experiments`` is not an installed package).
 """
@@ -144,6 +145,41 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     return rec
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _ci(r: dict[str, Any]) -> str:
+    lo, hi = r["success_ci"]
+    return f"{_pct(r['success_rate'])} [{_pct(lo)}, {_pct(hi)}]"
+
+
+def table(paths: list[str]) -> str:
+    """Markdown tables (held-out success with 95 % intervals per seed and arm; success by
+    switch count) from the JSON files this driver wrote."""
+    import json
+
+    seeds = [rec for p in paths for rec in json.loads(Path(p).read_text())["per_seed"]]
+    arms = list(ARMS)
+    head = "| seed | SFT | " + " | ".join(f"SFT + GRPO ({a})" for a in arms) + " |\n"
+    out = head + "|---:|---|" + "---|" * len(arms) + "\n"
+    for rec in sorted(seeds, key=lambda r: r["seed"]):
+        cells = [_ci(rec["arms"][a]["after_grpo"]) if a in rec["arms"] else "-" for a in arms]
+        out += f"| {rec['seed']} | {_ci(rec['after_sft'])} | " + " | ".join(cells) + " |\n"
+    out += "\n| seed | stage | 3 switches | 4 switches | 5 switches | mean steps | invalid-step rate |\n"
+    out += "|---:|---|---:|---:|---:|---:|---:|\n"
+    for rec in sorted(seeds, key=lambda r: r["seed"]):
+        stages = [("SFT", rec["after_sft"])]
+        stages += [(a, rec["arms"][a]["after_grpo"]) for a in arms if a in rec["arms"]]
+        for name, r in stages:
+            sizes = " | ".join(_pct(r.get(f"switches_{n}", float("nan"))) for n in (3, 4, 5))
+            out += (
+                f"| {rec['seed']} | {name} | {sizes} | {r['mean_steps']:.2f} | "
+                f"{_pct(r['invalid_action_rate'])} |\n"
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
@@ -152,6 +188,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from vlagent.worlds.apps_tasks import chain_suites, write_suite
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--table"]:
+        sys.stdout.write(table(argv[1:]))
+        return {}
     args = _args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
