@@ -69,6 +69,13 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-tasks", type=int, default=0, help="held-out episodes (0 = all)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--set", nargs="*", default=[], help="extra dotted overrides for both stages")
+    p.add_argument(
+        "--extend-to",
+        type=int,
+        default=0,
+        help="continue each --arms run of a finished --work from its last checkpoint to this "
+        "many GRPO steps (constant lr: the same as a run of that length) and evaluate it again",
+    )
     args = p.parse_args(argv)
     bad = [a for a in args.arms.split(",") if a not in ARMS]
     if bad:
@@ -145,6 +152,33 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     return rec
 
 
+def extend_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Continue each arm's GRPO run of ``seed`` to ``--extend-to`` steps; evaluate again."""
+    from vlagent.train.grpo import run_grpo
+
+    root = Path(args.work) / f"seed{seed}"
+    sft_final = root / "sft" / "final"
+    if not (sft_final / "config.json").exists():
+        raise SystemExit(f"--extend-to: {sft_final} is missing: run the seed first")
+    rec: dict[str, Any] = {"seed": seed, "grpo_steps": args.extend_to, "arms": {}}
+    for arm in args.arms.split(","):
+        t0 = time.perf_counter()
+        arm_args = _stage_args(args, Path(args.work) / arm, arm)
+        cfg = stage_config("grpo", seed, arm_args)
+        cfg.model.path = str(sft_final)
+        cfg.grpo.steps = args.extend_to
+        cfg.run.resume = True  # from the arm's last checkpoint: optimizer, task cursor, RNG
+        grpo = run_grpo(cfg)
+        after = evaluate_stage(grpo.final_dir, cfg, arm_args, root / f"eval_{arm}_{grpo.steps}")
+        rec["arms"][arm] = {
+            "after_grpo": {**_summary(after), **_by_size(after)},
+            "grpo_steps": grpo.steps,
+            "seconds": time.perf_counter() - t0,
+        }
+        log.info("seed %d %s at %d steps: %.3f", seed, arm, grpo.steps, after.success_rate)
+    return rec
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
@@ -209,6 +243,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "tasks": {"train": len(train_map["tasks"]), "heldout": len(heldout_map["tasks"])},
         "per_seed": [],
     }
+    if args.extend_to:
+        result["extended"] = True
+        for seed in seeds:
+            result["per_seed"].append(extend_seed(seed, args))
+            atomic_write_json(args.out, result)
+        return result
     for seed in seeds:
         result["per_seed"].append(run_seed(seed, args))
         result["wall_clock_seconds"] = time.perf_counter() - start
