@@ -27,6 +27,7 @@ SEEDS = {
     "desktop_hires": 6,
     "hires_tiny": 6,
     "hires_tiny_small": 40,
+    "hires_dot": 20,
 }
 TEXT_KINDS = {"button", "text_field", "list_row", "tab"}
 

@@ -33,7 +33,7 @@ import torch
 
 from vlagent.batching import output_vocab_size, policy_forbidden_ids
 from vlagent.rollout.engine import eos_ids
-from vlagent.rollout.engines import EngineError, Turn, check_request
+from vlagent.rollout.engine_request import EngineError, Turn, check_request
 from vlagent.rollout.trajectory import Segment
 from vlagent.rollout.vllm_worker import read_msg, write_msg
 
