@@ -39,6 +39,7 @@ from experiments.phone_sft_vs_grpo import (
     baselines,
     evaluate_stage,
     stage_config,
+    start_experiment,
 )
 
 log = logging.getLogger(__name__)
@@ -215,27 +216,18 @@ def table(paths: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    import torch
 
     from vlagent.io import atomic_write_json
-    from vlagent.train.common import quiet_transformers
-    from vlagent.worlds.apps_tasks import chain_suites, write_suite
+    from vlagent.worlds.apps_tasks import chain_suites
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--table"]:
         sys.stdout.write(table(argv[1:]))
         return {}
     args = _args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    torch.set_num_threads(args.threads)
-    quiet_transformers()
     start = time.perf_counter()
-    train_map, heldout_map = chain_suites(args.train_seeds, args.heldout_seeds)
+    train_map, heldout_map = start_experiment(args, chain_suites)
     work = Path(args.work)
-    write_suite(train_map, work / "suite_train.json")
-    write_suite(heldout_map, work / "suite_heldout.json")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     result: dict[str, Any] = {
         "command": shlex.join(["python", "-m", "experiments.phone_chains", *argv]),

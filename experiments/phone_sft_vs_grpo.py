@@ -273,27 +273,37 @@ def baselines(cfg: TrainConfig, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def start_experiment(args: argparse.Namespace, make_suites: Any) -> tuple[dict, dict]:
+    """Logging, torch threads, quiet transformers; the suites the apps world generates from
+    ``args.train_seeds`` / ``args.heldout_seeds`` written under ``args.work`` for reference.
+    Returns ``(train, heldout)`` suite mappings."""
     import torch
 
-    from vlagent.io import atomic_write_json
     from vlagent.train.common import quiet_transformers
-    from vlagent.worlds.apps_tasks import toggle_suites, write_suite
+    from vlagent.worlds.apps_tasks import write_suite
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = _args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     torch.set_num_threads(args.threads)
     quiet_transformers()
+    train_map, heldout_map = make_suites(args.train_seeds, args.heldout_seeds)
+    write_suite(train_map, Path(args.work) / "suite_train.json")
+    write_suite(heldout_map, Path(args.work) / "suite_heldout.json")
+    return train_map, heldout_map
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    import torch
+
+    from vlagent.io import atomic_write_json
+    from vlagent.worlds.apps_tasks import toggle_suites
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _args(argv)
     start = time.perf_counter()
-    # The suites the apps world generates from apps.train_seeds / apps.heldout_seeds, written
-    # out for reference.
-    train_map, heldout_map = toggle_suites(args.train_seeds, args.heldout_seeds)
+    train_map, heldout_map = start_experiment(args, toggle_suites)
     work = Path(args.work)
-    write_suite(train_map, work / "suite_train.json")
-    write_suite(heldout_map, work / "suite_heldout.json")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     per_seed: list[dict[str, Any]] = []
     result: dict[str, Any] = {
