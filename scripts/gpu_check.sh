@@ -9,6 +9,8 @@
 #   fsdp_gloo  the CPU FSDP test (2 processes, gloo) on this machine
 #   grpo_bf16  a tiny model saved to disk, 3 GRPO steps in bfloat16 on cuda (hf generate engine)
 #   fsdp_cuda  the FSDP2 exactness check on GPUs: torchrun, nccl, 2 GPUs (1 if only one)
+#   grpo_fsdp  `torchrun ... vlagent.cli train --config grpo` on those GPUs: 3 steps, bf16 mixed
+#              precision (float32 master weights), a checkpoint with dcp/
 #   bench      vlagent bench grpo-vs-trl --preset smoke on cuda
 # Output: $OUT (default bench/results/gpu/) holds gpu_check.json (per part: seconds, rc, log
 # file), the logs, the GRPO run's metrics.jsonl and the benchmark / FSDP JSON.
@@ -74,15 +76,30 @@ fsdp_cuda() {
   cat "$OUT/fsdp_cuda_${NGPU}gpu.json"
 }
 
+grpo_fsdp() {
+  if [[ ! -d "$WORK/tiny" ]]; then
+    "$PY" -m vlagent.cli build-tiny-model "$WORK/tiny" --family qwen3_vl
+  fi
+  "$PY" -m torch.distributed.run --standalone --nproc-per-node "$NGPU" -m vlagent.cli train \
+    --config grpo model.path="$WORK/tiny" model.build_tiny=false \
+    model.dtype=bfloat16 model.device=cuda \
+    grpo.steps=3 grpo.prompts_per_step=2 grpo.group_size=4 grpo.max_new_tokens=16 \
+    eval.every=0 eval.monitor_screens=0 eval.rollout_pictures=0 \
+    run.out_dir="$WORK/grpo_fsdp" run.progress=false run.samples_every=0 run.checkpoint_every=3
+  cp "$WORK/grpo_fsdp/metrics.jsonl" "$OUT/grpo_fsdp_${NGPU}gpu_metrics.jsonl"
+  ls "$WORK/grpo_fsdp/checkpoints/grpo/step_000003/dcp"
+}
+
 # functions run under `timeout` through a child bash: export them and what they read
 export PY WORK OUT NGPU
-export -f env_info grpo_bf16 fsdp_cuda
+export -f env_info grpo_bf16 fsdp_cuda grpo_fsdp
 # limits add up to 600 s
-part env 30 bash -c env_info
-part pytest_gpu 120 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests
-part fsdp_gloo 120 "$PY" -m pytest -q -p no:cacheprovider tests/vlagent/train/test_fsdp_gloo.py
-part grpo_bf16 120 bash -c grpo_bf16
-part fsdp_cuda 90 bash -c fsdp_cuda
+part env 20 bash -c env_info
+part pytest_gpu 100 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests
+part fsdp_gloo 80 "$PY" -m pytest -q -p no:cacheprovider tests/vlagent/train/test_fsdp_gloo.py
+part grpo_bf16 100 bash -c grpo_bf16
+part fsdp_cuda 80 bash -c fsdp_cuda
+part grpo_fsdp 100 bash -c grpo_fsdp
 part bench 120 "$PY" -m vlagent.cli bench grpo-vs-trl --preset smoke --device cuda \
   --label gpu_smoke --out "$OUT/grpo_vs_trl_smoke.json" --work-dir "$WORK/bench"
 

@@ -46,7 +46,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     cfg = load_config(_config_path(args.config, "quickstart"), [*level, *args.overrides])
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     summaries = run_seeds(cfg, seeds) if seeds else [run_quickstart(cfg)]
-    if args.json:
+    if args.json and os.environ.get("RANK", "0") == "0":  # under torchrun: rank 0 writes
         from vlagent.io import atomic_write_json
 
         atomic_write_json(args.json, {"command": " ".join(sys.argv), "summaries": summaries})
@@ -67,7 +67,7 @@ def cmd_train(args: argparse.Namespace, recipe: str | None = None) -> int:
         from vlagent.train.grpo import run_grpo
 
         result = run_grpo(cfg)
-    if args.json:
+    if args.json and os.environ.get("RANK", "0") == "0":  # under torchrun: rank 0 writes
         from vlagent.io import atomic_write_json
         from vlagent.train.outputs import read_metrics
 

@@ -23,7 +23,8 @@ from vlagent.io import atomic_dir, atomic_write_text
 STATE_FILE = "trainer_state.pt"
 
 
-def _ckpt_root(run_dir: Path, phase: str) -> Path:
+def checkpoint_root(run_dir: Path, phase: str) -> Path:
+    """``<run_dir>/checkpoints/<phase>``."""
     return run_dir / "checkpoints" / phase
 
 
@@ -44,33 +45,45 @@ def save_checkpoint(
         scheduler: an LR scheduler whose state is saved too (optional).
         keep: number of most recent checkpoints kept (older ones are deleted).
     """
-    root = _ckpt_root(run_dir, phase)
+    root = checkpoint_root(run_dir, phase)
     dest = root / f"step_{step:06d}"
     with atomic_dir(dest) as tmp:
         policy.model.save_pretrained(tmp)
         policy.processor.save_pretrained(tmp)
-        state = {
-            "step": step,
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict() if scheduler is not None else None,
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "numpy": np.random.get_state(),
-                "python": random.getstate(),
-            },
-            "extra": extra,
-        }
-        torch.save(state, tmp / STATE_FILE)
+        torch.save(trainer_state(step, optimizer.state_dict(), scheduler, extra), tmp / STATE_FILE)
+    point_latest(root, dest, keep)
+    return dest
+
+
+def trainer_state(
+    step: int, optimizer_state: dict | None, scheduler: Any, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """What ``trainer_state.pt`` holds: step, optimizer (None when a multi-process checkpoint
+    keeps it in ``dcp/``), scheduler, this process's RNG states, the recipe's counters."""
+    return {
+        "step": step,
+        "optimizer": optimizer_state,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "numpy": np.random.get_state(),
+            "python": random.getstate(),
+        },
+        "extra": extra,
+    }
+
+
+def point_latest(root: Path, dest: Path, keep: int) -> None:
+    """Name the complete checkpoint ``dest`` in ``root/latest``; delete all but ``keep``."""
     atomic_write_text(root / "latest", dest.name + "\n")
     old = sorted(p for p in root.glob("step_*") if p.is_dir())
     for p in old[:-keep] if keep > 0 else []:
         shutil.rmtree(p, ignore_errors=True)
-    return dest
 
 
 def latest_checkpoint(run_dir: Path, phase: str) -> Path | None:
     """The newest complete checkpoint of ``phase``, or None."""
-    root = _ckpt_root(run_dir, phase)
+    root = checkpoint_root(run_dir, phase)
     pointer = root / "latest"
     if not pointer.is_file():
         return None
@@ -82,13 +95,16 @@ def latest_checkpoint(run_dir: Path, phase: str) -> Path | None:
     return path
 
 
-def load_trainer_state(path: Path, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """Restore optimizer and RNG state from a checkpoint folder; return the saved state dict."""
+def load_trainer_state(path: Path, optimizer: torch.optim.Optimizer | None) -> dict[str, Any]:
+    """Restore optimizer and RNG state from a checkpoint folder; return the saved state dict.
+
+    ``optimizer`` None: RNG only (a multi-process run restores the optimizer from ``dcp/``)."""
     file = path / STATE_FILE
     if not file.is_file():
         raise CheckpointError(f"checkpoint {path} has no {STATE_FILE}")
     state = torch.load(file, map_location="cpu", weights_only=False)
-    optimizer.load_state_dict(state["optimizer"])
+    if optimizer is not None:
+        optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["rng"]["torch"])
     np.random.set_state(state["rng"]["numpy"])
     random.setstate(state["rng"]["python"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import time
@@ -17,6 +18,14 @@ from vlagent.io import atomic_dir
 from vlagent.models.loading import Policy, load_policy
 from vlagent.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 from vlagent.train.outputs import MetricsLogger, check_report_to, prepare_run_dir
+from vlagent.train.parallel import (
+    DCP_DIR,
+    Parallel,
+    check_config,
+    device_for,
+    load_sharded,
+    save_checkpoint_sharded,
+)
 from vlagent.worlds import World, make_world
 
 log = logging.getLogger(__name__)
@@ -46,21 +55,37 @@ def setup_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def copy_model(model: torch.nn.Module) -> torch.nn.Module:
+    """A frozen copy of ``model`` for sampling (no gradients, eval mode)."""
+    twin = copy.deepcopy(model)
+    twin.requires_grad_(False)
+    return twin.eval()
+
+
 @dataclasses.dataclass
 class Resumed:
-    """What a recipe needs to continue: the policy and (if resuming) the saved state."""
+    """What a recipe needs to continue: the policy and (if resuming) the saved state.
+
+    ``policy`` is the one the optimizer trains (FSDP-sharded under torchrun); ``par.sampler``
+    is the unsharded copy that samples (the same object in one process)."""
 
     policy: Policy
     state: dict[str, Any] | None
+    par: Parallel = dataclasses.field(default_factory=Parallel.single)
 
 
 def load_or_resume(
-    cfg: TrainConfig, phase: str, run_dir: Path, make_optimizer: Any
+    cfg: TrainConfig,
+    phase: str,
+    run_dir: Path,
+    make_optimizer: Any,
+    par: Parallel | None = None,
 ) -> tuple[Resumed, Any]:
     """Load the starting policy, or the latest checkpoint of ``phase`` when resuming.
 
     With ``model.lora.enabled`` the base model is loaded and wrapped with adapters: fresh ones,
-    or the checkpoint's adapter when resuming.
+    or the checkpoint's adapter when resuming. Under torchrun (``par.on``) the policy is
+    copied unsharded into ``par.sampler`` and then sharded (``train/parallel.py``).
 
     Args:
         make_optimizer: callable(policy) -> optimizer, called once the policy is loaded.
@@ -70,13 +95,19 @@ def load_or_resume(
     """
     from vlagent.models.lora import load_lora, trainable_parameters, wrap_lora
 
+    par = par or Parallel.single()
     ckpt = latest_checkpoint(run_dir, phase) if cfg.run.resume else None
     lora = cfg.model.lora.enabled
-    source = str(ckpt) if ckpt is not None and not lora else ensure_model(cfg.model)
+    if ckpt is not None and not lora:
+        source = str(ckpt)
+    else:  # one process builds the tiny model
+        source = par.on_main(lambda: ensure_model(cfg.model))
+    device = device_for(cfg.model.device, par.info)
+    mixed = par.on and device.startswith("cuda") and cfg.model.dtype == "bfloat16"
     policy = load_policy(
         source,
-        dtype=cfg.model.dtype,  # type: ignore[arg-type]
-        device=cfg.model.device,
+        dtype="float32" if mixed else cfg.model.dtype,  # type: ignore[arg-type]
+        device=device,
         fuse_patch_embed=cfg.model.fuse_patch_embed,
     )
     if lora:
@@ -87,11 +118,27 @@ def load_or_resume(
         )
         n_train, n_all = trainable_parameters(policy.model)
         log.info("LoRA: %d of %d parameters train", n_train, n_all)
+    if par.on:
+        from vlagent.train.distributed import shard_policy
+
+        sampler = copy_model(policy.model)
+        par.sampler = dataclasses.replace(
+            policy, model=sampler.to(torch.bfloat16) if mixed else sampler
+        )
+        checkpointing = cfg.recipe == "grpo" and cfg.grpo.gradient_checkpointing
+        shard_policy(policy.model, mixed_precision=mixed, activation_checkpointing=checkpointing)
+    else:
+        par.sampler = policy
     optimizer = make_optimizer(policy)
-    state = load_trainer_state(ckpt, optimizer) if ckpt is not None else None
+    state = None
     if ckpt is not None:
+        sharded = par.on or (ckpt / DCP_DIR).is_dir()
+        state = load_trainer_state(ckpt, None if sharded else optimizer)
+        if sharded:
+            load_sharded(ckpt, policy, optimizer, state)
+            par.sync(policy)  # the sampler gets exactly the restored (e.g. float32) weights
         log.info("resumed %s from %s (step %d)", phase, ckpt, state["step"])
-    return Resumed(policy=policy, state=state), optimizer
+    return Resumed(policy=policy, state=state, par=par), optimizer
 
 
 def export_final(
@@ -152,9 +199,26 @@ class Timer:
         )
 
 
+class _NoMetrics:
+    """The metrics logger of ranks other than 0 under torchrun: writes nothing."""
+
+    path = None
+
+    def log(self, step: int, scalars: dict[str, float]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 @dataclasses.dataclass
 class Run:
-    """Everything a recipe loop needs; ``step`` and ``extra`` continue a resumed run."""
+    """Everything a recipe loop needs; ``step`` and ``extra`` continue a resumed run.
+
+    ``policy`` samples, validates and is exported; ``learner`` is the one the optimizer
+    trains. They are one object in a single process; under torchrun the learner is sharded and
+    ``sync()`` copies its weights into ``policy`` after each update (``train/parallel.py``).
+    """
 
     cfg: TrainConfig
     phase: str
@@ -165,8 +229,18 @@ class Run:
     state: dict[str, Any] | None
     extra: dict[str, Any]
     step: int
-    metrics: MetricsLogger
+    metrics: Any
     bar: Any
+    learner: Policy | None = None
+    par: Parallel = dataclasses.field(default_factory=Parallel.single)
+
+    def __post_init__(self) -> None:
+        if self.learner is None:
+            self.learner = self.policy
+
+    def sync(self) -> None:
+        """After an optimizer step: the sampling policy gets the trained weights (collective)."""
+        self.par.sync(self.learner)
 
     def _evaluate_val(self, n: int) -> Any:
         """Greedy episodes on the first ``n`` val tasks, with the ``eval`` section's budgets."""
@@ -182,23 +256,65 @@ class Run:
 
     def validate(self, step: int) -> dict[str, float]:
         """Greedy episodes on ``eval.monitor_screens`` val tasks, as ``val/<name>`` scalars;
-        pictures are saved when ``run.samples_every`` is on."""
+        pictures are saved when ``run.samples_every`` is on. Under torchrun rank 0 runs them
+        and every rank gets its numbers (so stop rules agree)."""
         e = self.cfg.eval
-        report = self._evaluate_val(e.monitor_screens)
-        if self.cfg.run.samples_every and step % self.cfg.run.samples_every == 0:
-            self.world.save_pictures(
-                report.trajectories[: e.rollout_pictures],
-                self.run_dir / "samples",
-                f"{self.phase}_val_{step:06d}",
+
+        def run_val() -> dict[str, float]:
+            report = self._evaluate_val(e.monitor_screens)
+            if self.cfg.run.samples_every and step % self.cfg.run.samples_every == 0:
+                self.world.save_pictures(
+                    report.trajectories[: e.rollout_pictures],
+                    self.run_dir / "samples",
+                    f"{self.phase}_val_{step:06d}",
+                )
+            return {f"val/{k}": v for k, v in report.summary().items()}
+
+        return self.par.on_main(run_val)
+
+    def checkpoint(self, step: int, scheduler: Any = None) -> None:
+        """Save a resumable checkpoint of ``step`` (collective under torchrun)."""
+        if self.par.on:
+            save_checkpoint_sharded(
+                self.par,
+                self.run_dir,
+                self.phase,
+                step,
+                self.learner,
+                self.opt,
+                self.extra,
+                scheduler,
             )
-        return {f"val/{k}": v for k, v in report.summary().items()}
+        else:
+            save_checkpoint(
+                self.run_dir,
+                self.phase,
+                step,
+                self.policy,
+                self.opt,
+                self.extra,
+                scheduler=scheduler,
+            )
 
     def finish(self, step: int, stop_reason: str, scheduler: Any = None) -> Path:
         """Last checkpoint, the exported ``final/`` model, closed logs; returns ``final/``."""
         self.bar.close()
-        save_checkpoint(
-            self.run_dir, self.phase, step, self.policy, self.opt, self.extra, scheduler=scheduler
+        self.checkpoint(step, scheduler)
+        final = self.par.on_main(lambda: self._export(step, stop_reason))
+        self.metrics.close()
+        self.world.close()
+        self.par.barrier()
+        log.info(
+            "%s stopped after %d steps (%s), %.1f s of training",
+            self.phase,
+            step,
+            stop_reason,
+            self.extra["train_seconds"],
         )
+        return final
+
+    def _export(self, step: int, stop_reason: str) -> Path:
+        """``final/`` with its model card, and the final pictures (rank 0's work)."""
         from vlagent.train.export import last_val_metrics, model_card
 
         card = model_card(
@@ -217,15 +333,6 @@ class Run:
             self.world.save_pictures(
                 report.trajectories, self.run_dir / "samples", f"{self.phase}_final"
             )
-        self.metrics.close()
-        self.world.close()
-        log.info(
-            "%s stopped after %d steps (%s), %.1f s of training",
-            self.phase,
-            step,
-            stop_reason,
-            self.extra["train_seconds"],
-        )
         return final
 
 
@@ -234,32 +341,44 @@ def start_run(
 ) -> Run:
     """Set up a run of ``phase`` (resuming from its latest checkpoint when there is one).
 
+    Under torchrun (``RANK`` / ``WORLD_SIZE`` set) every process joins the process group and
+    the run trains one sharded policy (``train/parallel.py``); rank 0 writes the run folder.
+
     Args:
         make_optimizer: callable(policy) -> optimizer.
         total: the phase's step budget (for the progress bar).
         extra: the trainer state a fresh run starts with.
     """
+    from vlagent.train.distributed import init_distributed
+
     quiet_transformers()
     setup_threads(cfg.run.threads)
     torch.manual_seed(cfg.run.seed)
     check_report_to(cfg.run.report_to)  # before any work: wandb listed but not installed
-    run_dir = prepare_run_dir(cfg)
-    resumed, opt = load_or_resume(cfg, phase, run_dir, make_optimizer)
+    info = init_distributed()
+    check_config(cfg, info)
+    par = Parallel(info)
+    run_dir = par.on_main(lambda: prepare_run_dir(cfg))
+    resumed, opt = load_or_resume(cfg, phase, run_dir, make_optimizer, par)
     step = resumed.state["step"] if resumed.state else 0
+    metrics = (
+        MetricsLogger.for_run(cfg, run_dir, phase, resume_step=step if resumed.state else None)
+        if par.is_main
+        else _NoMetrics()
+    )
+    show = cfg.run.progress and par.is_main
     return Run(
         cfg=cfg,
         phase=phase,
         run_dir=run_dir,
-        policy=resumed.policy,
+        policy=par.sampler,
         opt=opt,
-        world=make_world(cfg, resumed.policy),
+        world=make_world(cfg, par.sampler),
         state=resumed.state,
         extra=resumed.state["extra"] if resumed.state else extra,
         step=step,
-        metrics=MetricsLogger.for_run(
-            cfg, run_dir, phase, resume_step=step if resumed.state else None
-        ),
-        bar=tqdm(
-            total=total, initial=step, desc=phase, disable=not cfg.run.progress, dynamic_ncols=True
-        ),
+        metrics=metrics,
+        bar=tqdm(total=total, initial=step, desc=phase, disable=not show, dynamic_ncols=True),
+        learner=resumed.policy,
+        par=par,
     )

@@ -20,9 +20,8 @@ with copies of its first row at advantage 0, which add no gradient when the loss
 term), and the zero-advantage skip of ``policy_update`` is off. ``grpo.logits_chunk`` calls the
 decoder and the LM head separately, bypassing the root's FSDP hooks, so it must be 0 here.
 
-**Checkpoints.** ``save_distributed`` / ``load_distributed`` write and read model and optimizer
-state with ``torch.distributed.checkpoint`` (DCP): a checkpoint written by N processes loads
-into M processes (or one process without a process group).
+Checkpoints of sharded models are in ``train/dist_checkpoint.py``; the recipes' use of all this
+(an unsharded sampling copy, rank 0's outputs) is in ``train/parallel.py``.
 """
 
 from __future__ import annotations
@@ -30,9 +29,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import shutil
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -172,6 +169,37 @@ def _reduce(values: list[float], op: Any = None) -> list[float]:
     return t.tolist()
 
 
+def reduce_floats(values: list[float], op: str = "sum") -> list[float]:
+    """``values`` summed (or their ``max``) over ranks; unchanged without a process group."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [float(v) for v in values]
+    return _reduce(values, dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+
+
+def gather_objects(obj: Any) -> list[Any]:
+    """Every rank's ``obj`` (picklable), in rank order; ``[obj]`` without a process group."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [obj]
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def broadcast_object(obj: Any) -> Any:
+    """Rank 0's ``obj`` on every rank; ``obj`` itself without a process group."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def barrier() -> None:
+    """Wait for every rank (nothing without a process group)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
 def all_reduce_metrics(
     metrics: dict[str, float], weight: float = 1.0, info: DistInfo | None = None
 ) -> dict[str, float]:
@@ -194,28 +222,33 @@ def _select(batch: UpdateBatch, idx: list[int]) -> UpdateBatch:
 def _minibatch(
     policy: Any,
     local: UpdateBatch,
+    idx: list[int],
+    filler: int | None,
     g: GRPOConfig,
     opt: torch.optim.Optimizer,
     sched: Any,
     info: DistInfo,
 ) -> tuple[dict[str, float], int]:
-    """One optimizer step on this rank's rows of a minibatch; returns (stats, rows padded)."""
-    n = len(local.rows)
-    t_local = normalizer(local.mask, g.aggregation)
+    """One optimizer step on this rank's rows ``idx`` of ``local``; returns (stats, padded).
+
+    A rank with fewer rows than the fullest one pads with copies of its first row (or of row
+    ``filler`` when it has none) at advantage 0; padding adds nothing to the loss normalizer."""
+    n = len(idx)
+    t_local = normalizer(local.mask[idx], g.aggregation) if n else 0.0
     total = _reduce([t_local])[0]
     n_max = int(_reduce([float(n)], dist.ReduceOp.MAX)[0])
-    n_min = int(_reduce([float(n)], dist.ReduceOp.MIN)[0])
     if total == 0:  # no loss token anywhere: step with no gradient, as policy_update does
         opt.zero_grad(set_to_none=True)
         opt.step()
         if sched is not None:
             sched.step()
         return {"loss": 0.0}, 0
-    if n_min == 0:
+    source = idx[0] if n else filler
+    if _reduce([0.0 if source is None else 1.0], dist.ReduceOp.MIN)[0] == 0:  # all ranks raise
         raise ConfigError(
-            f"a rank has no row with a loss token in a minibatch ({n} here, {n_max} on the "
-            "fullest rank): every rank needs rows; use fewer processes or grpo.minibatches, "
-            "or more prompts per step"
+            f"a rank has no row to run in a minibatch ({n_max} on the fullest rank), and FSDP "
+            "needs every rank to run the same forwards: use fewer processes or "
+            "grpo.minibatches, or more prompts per step"
         )
     pad = n_max - n
     if pad and not skipping_is_exact(g):
@@ -224,7 +257,7 @@ def _minibatch(
             f"tokens on every rank (here {n}, up to {n_max}): make rows per step divisible by "
             "the number of processes, or set grpo.kl_in_reward=true"
         )
-    batch = _select(local, list(range(n)) + [0] * pad)
+    batch = _select(local, idx + [source] * pad)
     t_padded = normalizer(batch.mask, g.aggregation)
     c = info.world_size * t_padded / total
     adv = batch.rows.advantages.clone()
@@ -252,6 +285,7 @@ def distributed_update(
     sched: Any,
     shuffle_seed: int,
     info: DistInfo,
+    n_filler: int = 0,
 ) -> dict[str, float]:
     """``policy_update`` across ranks: ``g.epochs`` × ``g.minibatches`` optimizer steps.
 
@@ -259,6 +293,9 @@ def distributed_update(
         policy: the policy, its model sharded with ``shard_policy``.
         local: this rank's rows (e.g. ``rank_share`` of a step's rows, or its own rollouts).
         shuffle_seed: seeds this rank's minibatch order (offset by rank).
+        n_filler: the last ``n_filler`` rows of ``local`` are not trained on: a rank with no
+            other row runs them at advantage 0 so that its forwards match the other ranks'
+            (e.g. a rank whose groups dynamic sampling dropped).
     Returns:
         ``policy_update``'s keys, reduced over ranks: ``loss`` is the loss over all ranks'
         rows; statistics are means weighted by each rank's normalizer; ``rows_padded`` counts
@@ -266,23 +303,26 @@ def distributed_update(
         ``policy_update`` over the union of the ranks' rows (see the module docstring); with
         more, minibatch k is the union of the ranks' k-th local minibatches.
     """
+    n_real = len(local.rows) - n_filler
     if info.world_size == 1:
-        return policy_update(policy, local, g, opt, sched, shuffle_seed)
+        real = local if n_filler == 0 else _select(local, list(range(n_real)))
+        return policy_update(policy, real, g, opt, sched, shuffle_seed)
     if g.logits_chunk > 0:
         raise ConfigError(
             "grpo.logits_chunk > 0 runs the decoder and LM head outside the FSDP root's hooks; "
             "set grpo.logits_chunk=0 for multi-process training"
         )
-    keep = [i for i in range(len(local.rows)) if float(local.mask[i].sum()) > 0]
-    local = _select(local, keep)
+    keep = [i for i in range(n_real) if float(local.mask[i].sum()) > 0]
+    fill = [i for i in range(n_real, len(local.rows)) if float(local.mask[i].sum()) > 0]
+    filler = (keep or fill or [None])[0]
     gen = torch.Generator().manual_seed(shuffle_seed + 7919 * info.rank)
     sums: dict[str, float] = defaultdict(float)
     steps, padded = 0, 0
     for _ in range(g.epochs):
-        n = len(local.rows)
-        order = torch.randperm(n, generator=gen) if g.minibatches > 1 else torch.arange(n)
-        for mb in torch.tensor_split(order, g.minibatches):  # same count on every rank
-            stats, pad = _minibatch(policy, _select(local, mb.tolist()), g, opt, sched, info)
+        order = torch.randperm(len(keep), generator=gen) if g.minibatches > 1 else None
+        ordered = [keep[i] for i in order.tolist()] if order is not None else keep
+        for mb in torch.tensor_split(torch.tensor(ordered, dtype=torch.long), g.minibatches):
+            stats, pad = _minibatch(policy, local, mb.tolist(), filler, g, opt, sched, info)
             for k, v in stats.items():
                 sums[k] += v
             steps, padded = steps + 1, padded + pad
@@ -296,67 +336,3 @@ def distributed_update(
         rows_padded=pads,
     )
     return out
-
-
-def full_state(model: torch.nn.Module, opt: torch.optim.Optimizer | None = None) -> dict:
-    """The unsharded model (and optimizer) state on CPU, keyed by parameter name; collective.
-
-    Returns ``{"model": ..., "optim": ...}`` on rank 0 and empty dicts on the other ranks.
-    """
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
-
-    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    if opt is None:
-        from torch.distributed.checkpoint.state_dict import get_model_state_dict
-
-        return {"model": get_model_state_dict(model, options=opts), "optim": {}}
-    msd, osd = get_state_dict(model, opt, options=opts)
-    return {"model": msd, "optim": osd}
-
-
-def save_distributed(path: str | Path, model: torch.nn.Module, opt: torch.optim.Optimizer) -> Path:
-    """Write model + optimizer state as a DCP checkpoint folder ``path`` (collective).
-
-    Every rank writes its shards into ``<path>.tmp``; rank 0 then swaps it in, so a crash
-    mid-write leaves the previous checkpoint intact. Works without a process group too.
-    """
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_state_dict
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    group = dist.is_available() and dist.is_initialized()
-    rank0 = not group or dist.get_rank() == 0
-    if rank0 and tmp.exists():
-        shutil.rmtree(tmp)
-    if group:
-        dist.barrier()
-    msd, osd = get_state_dict(model, opt)
-    dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(tmp), no_dist=not group)
-    if group:
-        dist.barrier()
-    if rank0:
-        old = path.with_name(path.name + ".old")
-        if path.exists():
-            os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    if group:
-        dist.barrier()
-    return path
-
-
-def load_distributed(path: str | Path, model: torch.nn.Module, opt: torch.optim.Optimizer) -> None:
-    """Read a ``save_distributed`` folder into ``model`` and ``opt`` (collective), resharding
-    to this run's process count: N writers, M readers."""
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-
-    path = Path(path)
-    if not (path / ".metadata").is_file():
-        raise ConfigError(f"{path} is not a distributed checkpoint (no .metadata file)")
-    msd, osd = get_state_dict(model, opt)
-    state = {"model": msd, "optim": osd}
-    group = dist.is_available() and dist.is_initialized()
-    dcp.load(state, checkpoint_id=str(path), no_dist=not group)
-    set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])

@@ -31,10 +31,11 @@ from vlagent.config import TrainConfig
 from vlagent.rollout.rows import build_rows, with_advantages
 from vlagent.rollout.runner import group_specs
 from vlagent.rollout.trajectory import Trajectory
-from vlagent.train.checkpoint import save_checkpoint
-from vlagent.train.common import Timer, start_run
+from vlagent.train.common import Timer, copy_model, start_run
 from vlagent.train.credit import episode_rewards, turn_advantages
+from vlagent.train.distributed import distributed_update
 from vlagent.train.keys import KeyStream
+from vlagent.train.parallel import Parallel, device_for, rank_seed
 from vlagent.train.update import (
     UpdateBatch,
     policy_update,
@@ -96,10 +97,20 @@ def collect(
     keys: KeyStream,
     version: int | None = None,
     engine: Any = None,
+    par: Parallel | None = None,
+    filler: list[Trajectory] | None = None,
 ) -> tuple[list[Trajectory], dict[str, float]]:
     """Sample one training batch of episodes (with dynamic-sampling rounds when enabled) with
-    ``policy``, whose weights are version ``version`` (default: ``step``)."""
+    ``policy``, whose weights are version ``version`` (default: ``step``).
+
+    Under torchrun (``par.on``) every rank draws the same tasks and rolls out its share of the
+    groups (group ids stay global); task outcomes are gathered so that the key stream and the
+    dynamic sampler decide alike on every rank. ``stats["sampled"]`` counts this rank's
+    episodes. ``filler``: when given and this rank kept no group, one dropped episode is put
+    there (a rank must still run forwards in the update; it trains on nothing).
+    """
     g = cfg.grpo
+    par = par or Parallel.single()
     version = step if version is None else version
     sampler = (
         DynamicSampler(g.prompts_per_step, g.max_resample_rounds) if g.dynamic_sampling else None
@@ -108,22 +119,32 @@ def collect(
     round_, sampled, n_groups = 0, 0, 0
     while True:
         task_ids = keys.take(g.prompts_per_step)
+        mine = par.share(list(range(len(task_ids))))  # this rank's groups (positions)
+        seed = rank_seed(step_seed(cfg.run.seed, step, round_), par.info)
         trajs = rollout_group(
-            policy, world, cfg, task_ids, step_seed(cfg.run.seed, step, round_), version, engine
+            policy, world, cfg, [task_ids[i] for i in mine], seed, version, engine
         )
-        for t in trajs:  # groups of later rounds never merge with earlier ones
-            t.group_id += n_groups
+        for t in trajs:  # global group ids; groups of later rounds never merge with earlier ones
+            t.group_id = mine[t.group_id] + n_groups
         n_groups += len(task_ids)
         sampled += len(trajs)
-        keys.record([t.task_id for t in trajs], [t.success for t in trajs])
+        local = [(t.task_id, t.success, t.group_id) for t in trajs]
+        everyone = par.gather((local, episode_rewards(trajs)))
+        outcomes = [o for part, _ in everyone for o in part]
+        keys.record([o[0] for o in outcomes], [o[1] for o in outcomes])
         round_ += 1
         if sampler is None:
             return trajs, {"sampled": float(sampled)}
-        rewards = episode_rewards(trajs)
-        keep = sampler.offer(rewards, torch.tensor([t.group_id for t in trajs]))
-        kept += [t for t, k in zip(trajs, keep.tolist(), strict=True) if k]
+        rewards = torch.cat([r for _, r in everyone])
+        keep = sampler.offer(rewards, torch.tensor([o[2] for o in outcomes], dtype=torch.long))
+        taken = {o[2] for o, k in zip(outcomes, keep.tolist(), strict=True) if k}
+        kept += [t for t in trajs if t.group_id in taken]
+        if filler is not None and not kept and not filler and trajs:
+            filler.append(trajs[0])
         if sampler.done:
             break
+    if kept and filler:
+        filler.clear()
     stats = {f"dynamic_sampling/{k}": v for k, v in sampler.stats().items()}
     stats["sampled"] = float(sampled)
     return kept, stats
@@ -146,13 +167,25 @@ def train_step(
     reference: Any,
     shuffle_seed: int,
     timer: Timer,
+    *,
+    learner: Any = None,
+    par: Parallel | None = None,
+    filler: Sequence[Trajectory] = (),
 ) -> dict[str, float]:
-    """Credit, (reference / old log-probs) and the update on one batch of episodes."""
+    """Credit, (reference / old log-probs) and the update on one batch of episodes.
+
+    ``policy`` sampled the episodes and gives reference-free log-probs (recomputed old ones);
+    ``learner`` (default: ``policy``) is the model the optimizer updates: under torchrun the
+    FSDP-sharded one, updated by ``distributed_update`` on this rank's rows (``filler``: rows
+    run at advantage 0 by a rank with nothing else to train on)."""
+    par = par or Parallel.single()
+    learner = learner if learner is not None else policy
     pad = policy.tokenizer.pad_token_id
     rewards = episode_rewards(trajs)  # [E]
-    rows = build_rows(trajs, None, pad)  # advantages attached after credit
+    everything = list(trajs) + list(filler)
+    rows = build_rows(everything, None, pad)  # advantages attached after credit
     out: dict[str, float] = {}
-    if len(rows) == 0:
+    if len(rows) == 0 and not par.on:
         return out
     mask = overlong_mask(rows.mask, rows.truncated) if g.mask_truncated else rows.mask
     ref_logp = None
@@ -163,10 +196,14 @@ def train_step(
             per_row = kl_in_reward(
                 torch.zeros(len(rows)), rows.old_logp, ref_logp, mask, g.kl_coef, g.kl_estimator
             )
-            rewards = rewards + torch.zeros(len(trajs)).index_add(0, rows.traj_index, per_row)
-            out["kl_in_reward"] = float(-per_row.mean())
+            real = rows.traj_index < len(trajs)
+            rewards = rewards + torch.zeros(len(trajs)).index_add(
+                0, rows.traj_index[real], per_row[real]
+            )
+            out["kl_in_reward"] = float(-per_row[real].mean()) if real.any() else 0.0
     with timer("advantage"):
-        rows = with_advantages(rows, trajs, turn_advantages(trajs, g, rewards))
+        advantages = turn_advantages(trajs, g, rewards) + [[0.0] * len(t.turns) for t in filler]
+        rows = with_advantages(rows, everything, advantages)
     old_logp = rows.old_logp
     if g.recompute_old_logprobs or g.engine != "hf":
         with timer("old_logprob"):
@@ -174,13 +211,18 @@ def train_step(
         on = rows.mask > 0  # the off-policy error of the sampler: |behaviour - trainer| logp
         out["logp_gap"] = float((rows.old_logp - recomputed).abs()[on].mean()) if on.any() else 0.0
         old_logp = recomputed if g.recompute_old_logprobs else old_logp
+    batch = UpdateBatch(rows, old_logp, mask, ref_logp)
     with timer("update"):
-        out.update(
-            policy_update(
-                policy, UpdateBatch(rows, old_logp, mask, ref_logp), g, opt, sched, shuffle_seed
+        if par.on:
+            n_filler = int((rows.traj_index >= len(trajs)).sum())
+            out.update(
+                distributed_update(
+                    learner, batch, g, opt, sched, shuffle_seed, par.info, n_filler=n_filler
+                )
             )
-        )
-    out["adv_abs_mean"] = float(rows.advantages.abs().mean())
+        else:
+            out.update(policy_update(learner, batch, g, opt, sched, shuffle_seed))
+    out["adv_abs_mean"] = float(rows.advantages.abs().mean()) if len(rows) else 0.0
     return out
 
 
@@ -220,7 +262,7 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
         extra={"train_seconds": 0.0},
     )
     policy, opt, world, extra = run.policy, run.opt, run.world, run.extra
-    if g.gradient_checkpointing:
+    if g.gradient_checkpointing and not run.par.on:  # sharded models got it in shard_policy
         model = policy.model
         enable = getattr(model, "activation_checkpointing_enable", None)
         (enable or model.gradient_checkpointing_enable)()
@@ -235,7 +277,7 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
         reference = load_policy(
             ensure_model(cfg.model),
             dtype=cfg.model.dtype,
-            device=cfg.model.device,
+            device=device_for(cfg.model.device, run.par.info),
             fuse_patch_embed=cfg.model.fuse_patch_embed,
         ).model.eval()
     keys = KeyStream.restore(world, extra.get("keys"), list(g.difficulty_band))
@@ -273,15 +315,6 @@ def start_ahead(policy: Any, world: World, cfg: TrainConfig, keys: KeyStream, st
     return AheadSampler(produce, twin, policy.model, step, cfg.grpo.steps, cfg.grpo.max_staleness)
 
 
-def copy_model(model: torch.nn.Module) -> torch.nn.Module:
-    """A frozen copy of ``model`` for sampling (no gradients, eval mode)."""
-    import copy
-
-    twin = copy.deepcopy(model)
-    twin.requires_grad_(False)
-    return twin.eval()
-
-
 def _loop(
     run: Any, sched: Any, reference: Any, keys: KeyStream, ahead: Any, engine: Any = None
 ) -> tuple[int, str]:
@@ -292,7 +325,8 @@ def _loop(
     from vlagent.rollout.ahead import split_stale, staleness_metrics
 
     cfg, policy, opt, world, extra = run.cfg, run.policy, run.opt, run.world, run.extra
-    g, phase = cfg.grpo, run.phase
+    g, phase, par = cfg.grpo, run.phase, run.par
+    filler: list[Trajectory] = []  # torchrun: a dropped episode for a rank that kept none
     step, stop_reason = run.step, "steps"
     quiet = ahead.paused if ahead is not None else contextlib.nullcontext
     while step < g.steps:
@@ -307,7 +341,16 @@ def _loop(
         with timer("generate"):
             if ahead is None:
                 world.on_step(step)
-                trajs, row = collect(policy, world, cfg, step, keys, engine=engine)
+                trajs, row = collect(
+                    policy,
+                    world,
+                    cfg,
+                    step,
+                    keys,
+                    engine=engine,
+                    par=par,
+                    filler=filler if par.on else None,
+                )
             else:
                 batch = ahead.take(step)
                 trajs, dropped = split_stale(batch.trajectories, step, g.max_staleness)
@@ -317,23 +360,39 @@ def _loop(
             engine.sleep()  # GPU: free vLLM's memory for the update
         row.update(
             train_step(
-                policy, trajs, g, opt, sched, reference, step_seed(cfg.run.seed, step, 99), timer
+                policy,
+                trajs,
+                g,
+                opt,
+                sched,
+                reference,
+                step_seed(cfg.run.seed, step, 99),
+                timer,
+                learner=run.learner,
+                par=par,
+                filler=filler,
             )
         )
+        filler.clear()
         step += 1
+        if par.on:
+            with timer("sync_weights"):
+                run.sync()
         if engine is not None:
             engine.wake_up()
             with timer("push_weights"):
                 engine.push_weights(policy, step)
         if ahead is not None:
             ahead.publish(step, policy.model)
+        row.update(batch_metrics(world, trajs))
+        row = par.reduce_batch_metrics(row, len(trajs))  # one process: unchanged
         extra["samples"] = extra.get("samples", 0) + int(row["sampled"])
         row["samples_total"] = float(extra["samples"])
-        elapsed = time.perf_counter() - t0
+        elapsed = par.slowest(time.perf_counter() - t0)  # ranks agree on max_seconds
         extra["train_seconds"] += elapsed
-        row.update(batch_metrics(world, trajs))
         row.update(
-            samples_per_s=len(trajs) / max(elapsed, 1e-9), train_seconds=extra["train_seconds"]
+            samples_per_s=row["episodes"] / max(elapsed, 1e-9),
+            train_seconds=extra["train_seconds"],
         )
         row.update(timer.times)
         run.bar.update(1)
@@ -343,7 +402,12 @@ def _loop(
         with quiet():  # the sampling thread waits: validation and pictures use the world
             if cfg.eval.every and step % cfg.eval.every == 0:
                 row.update(run.validate(step))
-            if cfg.run.samples_every and step % cfg.run.samples_every == 0 and trajs:
+            if (
+                cfg.run.samples_every
+                and step % cfg.run.samples_every == 0
+                and trajs
+                and par.is_main
+            ):
                 world.save_pictures(
                     trajs[: min(g.group_size, 8)],
                     run.run_dir / "samples",
@@ -353,5 +417,5 @@ def _loop(
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
             if ahead is None:
                 extra["keys"] = keys.state()
-            save_checkpoint(run.run_dir, phase, step, policy, opt, extra, scheduler=sched)
+            run.checkpoint(step, scheduler=sched)
     return step, stop_reason

@@ -26,7 +26,6 @@ from vlagent.rollout.forward import row_logprobs
 from vlagent.rollout.rows import build_rows
 from vlagent.rollout.runner import EpisodeSpec, Limits
 from vlagent.rollout.trajectory import Trajectory
-from vlagent.train.checkpoint import save_checkpoint
 from vlagent.train.common import Timer, start_run
 from vlagent.worlds.base import World
 
@@ -106,6 +105,7 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
         extra={"train_seconds": 0.0, "best_val": -1.0, "since_best": 0},
     )
     policy, opt, world, extra = run.policy, run.opt, run.world, run.extra
+    learner, par = run.learner, run.par
     cache: dict[Any, Trajectory | None] = {}
     step = run.step
     stop_reason = "steps"
@@ -116,7 +116,7 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
         timer = Timer()
         t0 = time.perf_counter()
         with timer("data"):
-            ids = batch_task_ids(cfg, world, step)
+            ids = par.share(batch_task_ids(cfg, world, step))  # torchrun: this rank's share
             if s.num_demos > 0:  # a fixed set: play each demonstration once
                 missing = sorted({t for t in ids if t not in cache}, key=ids.index)
                 if missing:
@@ -125,28 +125,36 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
                 trajs = [cache[t] for t in ids if cache[t] is not None]
             else:
                 trajs = demonstrations(policy, world, ids)
-        if not trajs:
+        fewest = -par.slowest(-len(trajs))  # over ranks: every one needs rows to run
+        if fewest == 0:
             raise RuntimeError(f"{phase}: no demonstration of step {step} succeeded ({ids[:4]}…)")
         with timer("update"):
-            policy.model.train()
-            loss, tokens = sft_loss(policy, trajs)  # type: ignore[arg-type]
+            learner.model.train()
+            loss, tokens = sft_loss(learner, trajs)  # type: ignore[arg-type]
+            total_tokens = par.total(tokens)
+            # FSDP averages gradients over W ranks: weight this rank's mean by its token share
+            share = par.info.world_size * tokens / total_tokens
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            params = [q for q in policy.model.parameters() if q.requires_grad]
+            (loss * share).backward()
+            params = [q for q in learner.model.parameters() if q.requires_grad]
             grad_norm = torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm or float("inf"))
             opt.step()
+            loss_value = par.total(loss.item() * tokens) / total_tokens if par.on else loss.item()
         step += 1
-        extra["train_seconds"] += time.perf_counter() - t0
+        if par.on:
+            with timer("sync_weights"):
+                run.sync()
+        extra["train_seconds"] += par.slowest(time.perf_counter() - t0)
         row = {
-            "loss": loss.item(),
+            "loss": loss_value,
             "grad_norm": float(grad_norm),
-            "tokens": tokens,
+            "tokens": total_tokens,
             "train_seconds": extra["train_seconds"],
-            "samples_per_s": len(trajs) / max(time.perf_counter() - t0, 1e-9),
+            "samples_per_s": par.total(len(trajs)) / max(time.perf_counter() - t0, 1e-9),
             **timer.times,
         }
         run.bar.update(1)
-        run.bar.set_postfix(loss=f"{loss.item():.3f}", best=f"{extra['best_val']:.3f}")
+        run.bar.set_postfix(loss=f"{loss_value:.3f}", best=f"{extra['best_val']:.3f}")
         if e.every and step % e.every == 0:
             val = run.validate(step)
             row.update(val)
@@ -156,7 +164,7 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
                 extra["since_best"] += 1
         run.metrics.log(step, row)
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
-            save_checkpoint(run.run_dir, phase, step, policy, opt, extra)
+            run.checkpoint(step)
         if s.stop_accuracy > 0 and extra["best_val"] >= s.stop_accuracy:
             stop_reason = "stop_accuracy"
             break

@@ -28,13 +28,11 @@ from vlagent.models.loading import load_policy
 from vlagent.rollout.rows import build_rows
 from vlagent.rollout.tokens import encode_prompt
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
+from vlagent.train.dist_checkpoint import full_state, load_distributed, save_distributed
 from vlagent.train.distributed import (
     distributed_update,
-    full_state,
     init_distributed,
-    load_distributed,
     rank_share,
-    save_distributed,
     shard_policy,
 )
 from vlagent.train.update import UpdateBatch, policy_update, recompute_logprobs
@@ -133,9 +131,21 @@ def update(tiny: str, out: Path) -> None:
         fresh_opt = adam(fresh.model)
         load_distributed(out / "ckpt1", fresh.model, fresh_opt)
         loaded = full_state(fresh.model, fresh_opt)
+    # a rank with nothing to train on (all its rows are filler): only rank 0's rows count
+    filled = load_policy(tiny, device=device)
+    shard_policy(filled.model)
+    n_local = len(local.rows)
+    n_fill = 0 if info.is_main else n_local
+    fill_stats = distributed_update(
+        filled, local, g, adam(filled.model), None, 0, info, n_filler=n_fill
+    )
+    fill_after = full_state(filled.model)["model"]
     if info.is_main:
         ref = load_policy(tiny, device=device)
         ref_stats = policy_update(ref, batch, g, adam(ref.model), None, 0)
+        ref0 = load_policy(tiny, device=device)
+        mine = rank_share(len(batch.rows), info)
+        ref0_stats = policy_update(ref0, select(batch, mine), g, adam(ref0.model), None, 0)
         result = {
             "world_size": info.world_size,
             "loss": stats["loss"],
@@ -147,6 +157,9 @@ def update(tiny: str, out: Path) -> None:
             "max_weight_diff": max_diff(after, _cpu(ref.model.state_dict())),
             "max_weight_change": max_diff(after, load_policy(tiny).model.state_dict()),
         }
+        result["filler_loss"] = fill_stats["loss"]
+        result["filler_ref_loss"] = ref0_stats["loss"]
+        result["filler_weight_diff"] = max_diff(fill_after, _cpu(ref0.model.state_dict()))
         if loaded is not None:
             want1 = torch.load(out / "full1.pt", weights_only=False)
             result["load1_model"] = max_diff(want1["model"], loaded["model"])

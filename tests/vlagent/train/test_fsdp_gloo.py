@@ -28,13 +28,12 @@ from torch.distributed.checkpoint.state_dict import get_state_dict
 
 from vlagent.errors import ConfigError
 from vlagent.models.loading import load_policy
+from vlagent.train.dist_checkpoint import load_distributed, save_distributed
 from vlagent.train.distributed import (
     DistInfo,
     distributed_update,
     init_distributed,
-    load_distributed,
     rank_share,
-    save_distributed,
     shard_units,
 )
 from vlagent.train.update import policy_update
@@ -84,6 +83,14 @@ def test_two_processes_update_like_one(run):
     assert r["grad_norm"] == pytest.approx(r["ref_grad_norm"], rel=1e-4)
     assert r["max_weight_change"] > 1e-3  # the update moved the weights
     assert r["max_weight_diff"] < 1e-5
+
+
+def test_rank_with_only_filler_rows_adds_nothing(run):
+    """Rank 1's rows are all filler (``n_filler``): it runs them at advantage 0 and out of the
+    normalizer, so the update is one process's on rank 0's 3 rows alone."""
+    r = json.loads((run / "update.json").read_text())
+    assert r["filler_loss"] == pytest.approx(r["filler_ref_loss"], rel=1e-6)
+    assert r["filler_weight_diff"] < 1e-5
 
 
 def test_dcp_two_processes_to_one(run, tiny_dir):

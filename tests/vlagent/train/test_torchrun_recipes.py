@@ -1,0 +1,168 @@
+"""``vlagent train`` under torchrun (2 CPU processes, gloo) trains like one process.
+
+The recipes' multi-process wiring (``vlagent/train/parallel.py``), end to end through the CLI:
+
+- SFT, whose demonstrations do not depend on the weights, gives one process's run: the same
+  loss and pre-clip gradient norm at every step (1e-5 relative) and the same exported weights
+  (1e-5 absolute; 3 AdamW steps at lr 1e-3 move them by ~3e-3). 5 demonstrations a step split
+  3 / 2, so a rank weighting its mean by anything but its token share changes the gradient; a
+  sampler copy that is not synced after each step exports the starting weights.
+- GRPO: each rank rolls out half of each step's groups (8 episodes a step, not 16 or 4); the
+  exported model and the checkpoint's Hugging Face folder equal the sharded state in ``dcp/``;
+  the update moved the weights.
+- Checkpoints resume across process counts: a 2-process checkpoint continues in one process,
+  and a 1-process one in two processes — there equal to one process continuing (Adam's moments
+  must come back for step 4 to match).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from vlagent.config import load_config
+from vlagent.models.loading import load_policy
+from vlagent.train.dist_checkpoint import load_distributed
+from vlagent.train.grpo import run_grpo
+from vlagent.train.outputs import read_metrics
+from vlagent.train.sft import run_sft
+
+COMMON = ["model.build_tiny=false", "run.progress=false", "run.samples_every=0", "run.threads=1"]
+SFT = ["recipe=sft", "sft.batch_size=5", "sft.lr=1e-3", "eval.every=0", "run.checkpoint_every=0"]
+GRPO = [
+    "recipe=grpo",
+    "grpo.prompts_per_step=2",
+    "grpo.group_size=4",
+    "grpo.max_new_tokens=24",
+    "grpo.lr=1e-3",
+    "eval.every=2",
+    "eval.monitor_screens=4",
+    "run.checkpoint_every=1",
+]
+
+
+def torchrun(args: list[str]) -> None:
+    """``vlagent train`` in 2 processes; fails the test with the tail of stderr."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(var, None)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    proc = subprocess.run(
+        [*cmd, "-m", "vlagent.cli", "train", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"torchrun failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def weights(folder: str | Path) -> dict[str, torch.Tensor]:
+    return load_file(str(Path(folder) / "model.safetensors"))
+
+
+def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert set(a) == set(b)
+    return max(float((a[k].double() - b[k].double()).abs().max()) for k in a)
+
+
+@pytest.fixture(scope="module")
+def sft_runs(tmp_path_factory, tiny_dir):
+    """SFT for 3 steps in 2 processes and in 1; then both continue a 1-process run to step 4."""
+    out = tmp_path_factory.mktemp("torchrun_sft")
+    base = [f"model.path={tiny_dir}", *COMMON, *SFT]
+    torchrun([*base, "sft.steps=3", f"run.out_dir={out / 'two'}"])
+    run_sft(load_config(None, [*base, "sft.steps=3", f"run.out_dir={out / 'one'}"]))
+    shutil.copytree(out / "one", out / "one_then_two")
+    torchrun([*base, "sft.steps=4", f"run.out_dir={out / 'one_then_two'}"])
+    run_sft(load_config(None, [*base, "sft.steps=4", f"run.out_dir={out / 'one'}"]))
+    return out
+
+
+def test_sft_two_processes_train_like_one(sft_runs, tiny_dir):
+    two = read_metrics(sft_runs / "two" / "metrics.jsonl", "sft")
+    one = read_metrics(sft_runs / "one" / "metrics.jsonl", "sft")[:3]
+    assert [r["step"] for r in two] == [1, 2, 3]
+    for a, b in zip(two, one, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-5)
+        assert a["tokens"] == b["tokens"]  # the whole batch's tokens, not one rank's
+    start = weights(tiny_dir)
+    two_w = weights(sft_runs / "two" / "final")
+    assert max_diff(two_w, start) > 1e-3  # the export is the trained model
+    one_w = weights(sft_runs / "one" / "checkpoints" / "sft" / "step_000003")
+    assert max_diff(two_w, one_w) < 1e-5
+    ckpt = sft_runs / "two" / "checkpoints" / "sft" / "step_000003"
+    assert (ckpt / "dcp" / ".metadata").is_file()
+    assert torch.load(ckpt / "trainer_state.pt", weights_only=False)["optimizer"] is None
+
+
+def test_one_process_checkpoint_resumes_in_two(sft_runs):
+    steps = [r["step"] for r in read_metrics(sft_runs / "one_then_two" / "metrics.jsonl", "sft")]
+    assert steps == [1, 2, 3, 4]
+    two = weights(sft_runs / "one_then_two" / "final")
+    one = weights(sft_runs / "one" / "final")  # one process, 3 steps then resumed to 4
+    assert max_diff(two, one) < 1e-5
+
+
+@pytest.fixture(scope="module")
+def grpo_run(tmp_path_factory, sft_dir):
+    """GRPO for 2 steps in 2 processes from the SFT'd tiny model, then step 3 in one."""
+    out = tmp_path_factory.mktemp("torchrun_grpo")
+    base = [f"model.path={sft_dir}", *COMMON, *GRPO, f"run.out_dir={out}"]
+    torchrun([*base, "grpo.steps=2"])
+    final2 = out / "final_after_two"
+    shutil.copytree(out / "final", final2)
+    run_grpo(load_config(None, [*base, "grpo.steps=3"]))
+    return out
+
+
+def test_grpo_ranks_split_groups_and_export_the_trained_weights(grpo_run, sft_dir):
+    rows = read_metrics(grpo_run / "metrics.jsonl", "grpo")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for r in rows[:2]:
+        assert r["episodes"] == 8.0 and r["sampled"] == 8.0  # 2 prompts × 4, split over ranks
+    assert rows[1]["samples_total"] == 16.0
+    assert "val/success_rate" in rows[1]
+    exported = weights(grpo_run / "final_after_two")
+    assert max_diff(exported, weights(sft_dir)) > 1e-4  # the update moved the weights
+    ckpt = grpo_run / "checkpoints" / "grpo" / "step_000002"
+    assert max_diff(exported, weights(ckpt)) == 0.0
+    policy = load_policy(str(ckpt))
+    opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad])
+    load_distributed(ckpt / "dcp", policy.model, opt)
+    sharded = {k: v.detach() for k, v in policy.model.state_dict().items()}
+    assert max_diff({k: sharded[k] for k in exported}, exported) < 1e-7
+    assert len(opt.state) > 0  # Adam's moments came back
+
+
+def test_refusals_name_the_setting(tiny_dir):
+    from vlagent.errors import ConfigError
+    from vlagent.train.distributed import DistInfo
+    from vlagent.train.parallel import check_config
+
+    two = DistInfo(0, 2, 0, "gloo")
+    cfg = load_config(None, [f"model.path={tiny_dir}", *COMMON, *GRPO, "grpo.prompts_per_step=3"])
+    with pytest.raises(ConfigError, match="prompts_per_step=3 must be a multiple"):
+        check_config(cfg, two)
+    cfg = load_config(None, [f"model.path={tiny_dir}", *COMMON, *GRPO, "grpo.max_staleness=1"])
+    with pytest.raises(ConfigError, match="max_staleness"):
+        check_config(cfg, two)
+    check_config(cfg, DistInfo(0, 1, 0, "none"))  # one process: anything goes
+    cfg = load_config(None, [f"model.path={tiny_dir}", *COMMON, *SFT, "sft.batch_size=1"])
+    with pytest.raises(ConfigError, match="sft.batch_size=1"):
+        check_config(cfg, two)
+
+
+def test_metrics_json_is_written_by_rank_zero_only(sft_runs):
+    lines = (sft_runs / "two" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(x)["phase"] == "sft" for x in lines)
