@@ -268,6 +268,9 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
 def check_resume_config(run_dir: Path, cfg: Any) -> None:
     """Refuse to resume checkpoints written under a different config.
 
+    A key the saved config lacks (a field added since) counts as equal when ``cfg`` leaves it
+    at its default.
+
     Raises:
         ConfigError: ``run_dir`` has checkpoints and its ``config.yaml`` differs from ``cfg`` in
             a key other than budgets (``*.steps``, ``*.max_seconds``, ``*.max_samples``),
@@ -281,10 +284,14 @@ def check_resume_config(run_dir: Path, cfg: Any) -> None:
         return
     old = _flat(yaml.safe_load(saved_path.read_text()) or {})
     new = _flat(yaml.safe_load(to_yaml(cfg)))
+    # a field added to the config after the checkpoint was written, left at its default, is
+    # what the old code did: not a difference
+    defaults = _flat(yaml.safe_load(to_yaml(type(cfg)()))) if dataclasses.is_dataclass(cfg) else {}
     diff = [
         f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
         for k in sorted(set(old) | set(new))
         if old.get(k) != new.get(k)
+        and not (k not in old and k in defaults and new.get(k) == defaults[k])
         and not k.startswith(_RESUME_FREE_PREFIXES)
         and not k.endswith(_RESUME_FREE_SUFFIXES)
     ]

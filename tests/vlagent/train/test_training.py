@@ -285,3 +285,23 @@ def test_cli_eval_screenspot_missing_image_names_file(tmp_path, tiny_dir):
     )
     assert proc.returncode == 2, proc.stderr[-1500:]
     assert ".png" in proc.stderr and str(tmp_path) in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_resume_accepts_a_field_added_since_at_its_default(tmp_path):
+    """A config saved before ``grpo.episode_weight`` existed resumes when the field is left at
+    its default, and is refused when the run sets it to something else."""
+    import yaml
+
+    from vlagent.config import to_yaml
+    from vlagent.errors import ConfigError
+    from vlagent.train.outputs import check_resume_config
+
+    cfg = load_config(None, [f"run.out_dir={tmp_path}"])
+    saved = yaml.safe_load(to_yaml(cfg))
+    del saved["grpo"]["episode_weight"]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    (tmp_path / "checkpoints" / "grpo").mkdir(parents=True)
+    check_resume_config(tmp_path, cfg)  # missing, and at its default: the old run's behaviour
+    changed = load_config(None, [f"run.out_dir={tmp_path}", "grpo.episode_weight=0.5"])
+    with pytest.raises(ConfigError, match=r"grpo\.episode_weight"):
+        check_resume_config(tmp_path, changed)
