@@ -232,11 +232,14 @@ def matmul_peak(threads: int, n: int = 2048, repeats: int = 6) -> dict[str, Any]
     return {"threads": threads, "n": n, "wall_gflops": wall, "cpu_gflops": cpu, **peaks}
 
 
-def bench_shape(work_dir: Path, samples: int = 8) -> tuple[Any, float, tuple[int, int, int]]:
-    """The bench job's model config, mean prompt length and image grid, from real prompts.
+def bench_shape(
+    work_dir: Path, release: dict[str, int] | None = None, samples: int = 8
+) -> tuple[Any, float, tuple[int, int, int]]:
+    """The job's model config, mean prompt length and image grid, from real prompts.
 
-    Builds the bench model (``bench.common.ModelSize``) in ``work_dir`` and renders the first
-    ``samples`` training prompts of the grounding world exactly as the GRPO run does.
+    Builds the model in ``work_dir`` — the bench model (``bench.common.ModelSize``, job 1), or
+    with ``release`` (``{"hidden", "layers"}``) the release-shaped model of job 2 — and renders
+    the first ``samples`` training prompts of the grounding world exactly as the GRPO run does.
     """
     from bench.ours import overrides
     from vlagent.config import load_config
@@ -245,7 +248,13 @@ def bench_shape(work_dir: Path, samples: int = 8) -> tuple[Any, float, tuple[int
     from vlagent.worlds.base import make_world
 
     size, job = ModelSize(), JobConfig()
-    model_dir = ensure_bench_model(size, work_dir)
+    if release:
+        from bench.grpo_vs_trl import ensure_release_model
+
+        size = ModelSize(family="qwen3_vl")
+        model_dir = ensure_release_model(work_dir, **release)
+    else:
+        model_dir = ensure_bench_model(size, work_dir)
     cfg = load_config(None, overrides(job, str(model_dir), size.family, work_dir / "run", 1, None))
     policy = load_policy(model_dir)
     world = make_world(cfg, policy)
@@ -287,6 +296,7 @@ def _recorded(path: Path, system: str) -> dict[str, Any]:
         "completion_tokens_mean": summary["completion_tokens_mean"]["median"],
         "cpu_model": report.get("machine", {}).get("cpu_model"),
         "job": job,
+        "release_model": report["config"].get("model", {}).get("release_model"),
     }
 
 
@@ -321,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     machine = machine_info()
     rec = _recorded(args.results, args.system)
-    config, prompt_len, grid = bench_shape(args.work_dir)
+    config, prompt_len, grid = bench_shape(args.work_dir, rec["release_model"])
     vis, txt = dims_of(config)
     job = rec["job"]
     shapes = {
@@ -335,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "model": {"vision": dataclasses.asdict(vis), "text": dataclasses.asdict(txt)},
         "recorded": {k: v for k, v in rec.items() if k != "job"},
+        "job": "job 2 (release-shaped model)" if rec["release_model"] else "job 1 (bench model)",
         "recorded_on_this_cpu": rec["cpu_model"] == machine["cpu_model"],
         "steps": {},
     }

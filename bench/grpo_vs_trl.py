@@ -49,6 +49,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "release": {
         "release_model": {"hidden": 128, "layers": 2},
         "size": ModelSize(family="qwen3_vl"),
+        # our chunked LM-head log-probs (the same numbers, docs/BENCHMARKS.md): with 151,936
+        # ids, full [rows, tokens, vocab] logits cost memory and time that chunks avoid
+        "ours_set": ["grpo.logits_chunk=64"],
     },
     # Seconds, not minutes: checks the harness end to end, says nothing about speed.
     "smoke": {
@@ -117,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--val-screens", type=int, default=None, help="[200]")
     p.add_argument("--eval-every", type=int, default=None, help="steps between evals [10]")
     p.add_argument("--ttt-max-steps", type=int, default=None, help="step cap [200]")
-    p.add_argument("--ttt-repeats", type=int, default=1, help="0 disables time-to-threshold")
+    p.add_argument(
+        "--ttt-repeats",
+        type=int,
+        default=1,
+        help="time-to-threshold runs per system, run r with seed --seed + r (0 disables it)",
+    )
     p.add_argument(
         "--ours-set",
         nargs="*",
@@ -242,6 +250,7 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
             import trl  # noqa: F401
         except ImportError as err:
             raise BenchError("TRL is not installed: pip install -e '.[bench]'") from err
+    ours_set = list(PRESETS[args.preset].get("ours_set", [])) + list(args.ours_set)
     work = args.work_dir.resolve()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     runs_dir = work / "runs" / stamp
@@ -269,7 +278,7 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
             "ours_overrides": ours.overrides(
                 job, sft["path"], size.family, Path("<run_dir>"), job.total_steps, None
             )
-            + list(args.ours_set),
+            + ours_set,
             "trl_grpo_config": {
                 k: v
                 for k, v in trl_peer.grpo_config_kwargs(
@@ -297,7 +306,7 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
         "ttt": dataclasses.asdict(ttt),
         "model_dir": sft["path"],
         "family": size.family,
-        "ours_set": list(args.ours_set),
+        "ours_set": ours_set,
     }
     for r in range(repeats):
         for system in systems:
@@ -318,13 +327,15 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
         for system in systems:
             name = f"ttt-{system}-r{r}"
             log.info("time-to-threshold %s run %d/%d", system, r + 1, args.ttt_repeats)
+            seeded = {**base, "job": {**base["job"], "seed": job.seed + r}}  # a seed per run
             res = run_worker(
-                {**base, "system": system, "mode": "ttt", "run_dir": str(runs_dir / name)},
+                {**seeded, "system": system, "mode": "ttt", "run_dir": str(runs_dir / name)},
                 runs_dir,
                 name,
                 args.worker_timeout,
             )
             res.pop("checks", None)
+            res["seed"] = job.seed + r
             report["time_to_threshold"][system]["runs"].append(res)
             write(report, args.out)
     report["complete"] = True

@@ -64,8 +64,12 @@ def token_stats(z: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch
 
 
 def _entropy(logp: torch.Tensor) -> torch.Tensor:
-    """-Σ p log p [m] of log-distributions ``logp`` [m, V] (``-inf`` entries contribute 0)."""
-    return torch.special.entr(logp.exp()).sum(dim=-1)
+    """-Σ p log p [m] of log-distributions ``logp`` [m, V] (``-inf`` entries contribute 0).
+
+    p·log p with the log-probs already at hand (``special.entr`` takes a log again: 25 % slower
+    on [64, 151936]); clamping ``-inf`` to the lowest float makes those terms 0·finite = 0."""
+    low = torch.finfo(logp.dtype).min
+    return -(logp.exp() * logp.clamp(min=low)).sum(dim=-1)
 
 
 def _scores(

@@ -118,8 +118,10 @@ def sample_with_prefix(
             tok = scores.argmax(-1)
             logp = torch.log_softmax(scores, -1)
         else:
-            logp = torch.log_softmax(scores / temperature, -1)
-            tok = torch.multinomial(logp.exp(), 1, generator=gen).squeeze(-1)
+            if temperature != 1.0:
+                scores = scores.div_(temperature) if scores is not logits else scores / temperature
+            logp = torch.log_softmax(scores, -1)
+            tok = sample_categorical(logp, gen)
         tok = torch.where(done, torch.full_like(tok, pad_id), tok)
         ids[:, t] = tok
         logps[:, t] = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
@@ -139,6 +141,21 @@ def sample_with_prefix(
         )
         logits = out.logits[:, -1, :]
     return ids[:, :steps], logps[:, :steps]
+
+
+def sample_categorical(logp: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """One token per row of ``logp`` [N, V] (normalized log-probs), by inverse CDF.
+
+    Draws one uniform number per row (``torch.multinomial`` draws one exponential per vocabulary
+    entry: 4.9 M numbers a step for 32 rows of Qwen's 151,936 ids, 3.7 of a 4.8 s generate phase
+    on CPU). The CDF is summed in float64, so its error (~1e-16 per entry) is far below the
+    smallest probability that matters; ties and zero-probability ids are never picked.
+    Returns [N] token ids.
+    """
+    cdf = logp.exp().to(torch.float64).cumsum_(-1)  # [N, V]
+    u = torch.rand(logp.shape[0], 1, generator=gen, dtype=torch.float64, device=logp.device)
+    tok = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)  # [N]
+    return tok.clamp_(max=logp.shape[-1] - 1)
 
 
 def completion_logprobs_shared(
