@@ -143,8 +143,9 @@ def test_resampled_rounds_give_each_task_its_own_group(sft_dir, monkeypatch):
         ],
     )
     world = make_world(cfg, policy)
-    for cursor in range(500, 1500, 100):  # a batch whose kept groups come from two rounds
-        trajs, stats = grpo.collect(policy, world, cfg, 0, KeyStream(world, cursor=cursor))
+    # a batch whose kept groups come from two rounds; steps differ so sampling seeds do too
+    for step, cursor in enumerate(range(500, 1500, 100)):
+        trajs, stats = grpo.collect(policy, world, cfg, step, KeyStream(world, cursor=cursor))
         drawn = world.task_ids("train", cursor, 2 * int(stats["dynamic_sampling/rounds"]))
         assert stats["dynamic_sampling/target_reached"] == 1.0 and len(trajs) == 4
         assert [t.group_id for t in trajs] == [drawn.index(t.task_id) for t in trajs]
