@@ -17,6 +17,33 @@ def _torch_setup():
 
 
 @pytest.fixture(scope="session")
+def torchrun2():
+    """``torchrun2(args, timeout)``: ``torch.distributed.run --standalone --nproc-per-node 2``
+    with ``args`` (a script and its arguments, or ``-m module ...``), one thread per process;
+    a non-zero exit fails the test with the tail of stderr."""
+    import os
+    import subprocess
+    import sys
+
+    def run(args: list[str], timeout: float = 600) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+        for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+            env.pop(var, None)
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+        proc = subprocess.run(
+            [*cmd, "--nproc-per-node", "2", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"torchrun failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+    return run
+
+
+@pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory):
     """A tiny Qwen3-VL checkpoint folder (the quickstart's family)."""
     from vlagent.models.tiny import build_tiny_model

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -51,7 +48,7 @@ def _state(model, opt) -> dict:
 
 
 @pytest.fixture(scope="module")
-def run(tiny_dir, tmp_path_factory):
+def run(tiny_dir, tmp_path_factory, torchrun2):
     """Write a 1-process checkpoint, then run the 2-process worker once; returns its folder."""
     out = tmp_path_factory.mktemp("fsdp")
     policy = load_policy(tiny_dir)
@@ -59,19 +56,7 @@ def run(tiny_dir, tmp_path_factory):
     policy_update(policy, worker.fixed_batch(policy), worker.config(), opt, None, 5)
     save_distributed(out / "ckpt1", policy.model, opt)
     torch.save(_state(policy.model, opt), out / "full1.pt")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    env.pop("RANK", None)
-    env.pop("WORLD_SIZE", None)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    proc = subprocess.run(
-        [*cmd, str(WORKER), str(tiny_dir), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"torchrun worker failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
+    torchrun2([str(WORKER), str(tiny_dir), str(out)], timeout=300)
     return out
 
 

@@ -18,10 +18,7 @@ The recipes' multi-process wiring (``vlagent/train/parallel.py``), end to end th
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +32,7 @@ from vlagent.train.grpo import run_grpo
 from vlagent.train.outputs import read_metrics
 from vlagent.train.sft import run_sft
 
+TRAIN = ["-m", "vlagent.cli", "train"]  # `vlagent train` in each torchrun process
 COMMON = ["model.build_tiny=false", "run.progress=false", "run.samples_every=0", "run.threads=1"]
 SFT = ["recipe=sft", "sft.batch_size=5", "sft.lr=1e-3", "eval.every=0", "run.checkpoint_every=0"]
 GRPO = [
@@ -49,23 +47,6 @@ GRPO = [
 ]
 
 
-def torchrun(args: list[str]) -> None:
-    """``vlagent train`` in 2 processes; fails the test with the tail of stderr."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(var, None)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    proc = subprocess.run(
-        [*cmd, "-m", "vlagent.cli", "train", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"torchrun failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
-
-
 def weights(folder: str | Path) -> dict[str, torch.Tensor]:
     return load_file(str(Path(folder) / "model.safetensors"))
 
@@ -76,14 +57,16 @@ def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
 
 
 @pytest.fixture(scope="module")
-def sft_runs(tmp_path_factory, tiny_dir):
+def sft_runs(tmp_path_factory, tiny_dir, torchrun2):
     """SFT for 3 steps in 2 processes and in 1; then both continue a 1-process run to step 4."""
     out = tmp_path_factory.mktemp("torchrun_sft")
     base = [f"model.path={tiny_dir}", *COMMON, *SFT]
-    torchrun([*base, "sft.steps=3", f"run.out_dir={out / 'two'}"])
+    torchrun2([*TRAIN, *base, "sft.steps=3", f"run.out_dir={out / 'two'}"])
     run_sft(load_config(None, [*base, "sft.steps=3", f"run.out_dir={out / 'one'}"]))
     shutil.copytree(out / "one", out / "one_then_two")
-    torchrun([*base, "sft.steps=4", f"run.out_dir={out / 'one_then_two'}"])
+    torchrun2(
+        ["-m", "vlagent.cli", "train", *base, "sft.steps=4", f"run.out_dir={out / 'one_then_two'}"]
+    )
     run_sft(load_config(None, [*base, "sft.steps=4", f"run.out_dir={out / 'one'}"]))
     return out
 
@@ -115,11 +98,11 @@ def test_one_process_checkpoint_resumes_in_two(sft_runs):
 
 
 @pytest.fixture(scope="module")
-def grpo_run(tmp_path_factory, sft_dir):
+def grpo_run(tmp_path_factory, sft_dir, torchrun2):
     """GRPO for 2 steps in 2 processes from the SFT'd tiny model, then step 3 in one."""
     out = tmp_path_factory.mktemp("torchrun_grpo")
     base = [f"model.path={sft_dir}", *COMMON, *GRPO, f"run.out_dir={out}"]
-    torchrun([*base, "grpo.steps=2"])
+    torchrun2([*TRAIN, *base, "grpo.steps=2"])
     final2 = out / "final_after_two"
     shutil.copytree(out / "final", final2)
     run_grpo(load_config(None, [*base, "grpo.steps=3"]))
