@@ -27,6 +27,7 @@ Run from the repository root (``experiments`` is not an installed package).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import shlex
 import sys
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_tools.geometry import point_in_box
+from perception_tools.geometry import box_area, point_in_box
 from vlagent.config import TrainConfig, load_config
 from vlagent.eval.evaluate import EvalReport, evaluate, report_of
 from vlagent.io import atomic_write_json
@@ -61,30 +62,99 @@ KEPT = (  # (name in the JSON, key of EvalReport.summary())
 )
 
 
-def arm_config(arm: str, phase: str, seed: int, args: argparse.Namespace) -> TrainConfig:
-    """The config of one stage (``phase`` = sft | grpo) of one arm."""
+@dataclasses.dataclass(frozen=True)
+class SftStage:
+    """One SFT stage: its screen level (None = the task's), steps, and whether it trains direct
+    answers shared by both arms (run once per seed, in ``direct_sft_c<i>``) or the arm's own
+    format (zoom traces or direct answers, in ``<arm>_sft_c<i>``, the last in ``<arm>_sft``)."""
+
+    level: str | None
+    steps: int
+    shared: bool = False
+
+
+def sft_stages(args: argparse.Namespace) -> list[SftStage]:
+    """The ``--curriculum`` stages, then the task's own level for ``--sft-steps``.
+
+    ``--curriculum`` items are ``LEVEL:STEPS`` or ``LEVEL:STEPS:shared``; shared stages must
+    come first (an arm-specific stage cannot feed a shared one).
+    """
+    stages: list[SftStage] = []
+    for item in filter(None, (x.strip() for x in args.curriculum.split(","))):
+        parts = item.split(":")
+        ok = len(parts) in (2, 3) and parts[1].isdigit() and int(parts[1]) >= 1
+        if not ok or (len(parts) == 3 and parts[2] != "shared"):
+            raise ValueError(f"--curriculum: {item!r} is not LEVEL:STEPS or LEVEL:STEPS:shared")
+        shared = len(parts) == 3
+        if shared and stages and not stages[-1].shared:
+            raise ValueError(f"--curriculum: shared stage {item!r} follows an arm's own stage")
+        stages.append(SftStage(parts[0], int(parts[1]), shared))
+    stages.append(SftStage(None, args.sft_steps))
+    return stages
+
+
+def _sft_dir(root: Path, arm: str, stages: list[SftStage], k: int) -> Path:
+    """Run folder of SFT stage ``k`` of ``arm``."""
+    if stages[k].shared:
+        return root / f"direct_sft_c{k}"
+    return root / (f"{arm}_sft" if k == len(stages) - 1 else f"{arm}_sft_c{k}")
+
+
+def _stage_stop(args: argparse.Namespace) -> list[str]:
+    """Overrides that end a curriculum stage once its level's monitor accuracy reaches
+    ``--curriculum-stop`` (the stage's steps stay the cap): the tiny model's plateau-then-jump
+    comes after a seed-dependent number of steps, so a fixed count hands the next stage anything
+    from chance to solved."""
+    if not args.curriculum_stop:
+        return []
+    return [
+        f"sft.stop_accuracy={args.curriculum_stop}",
+        "eval.every=50",
+        "eval.monitor_screens=100",
+    ]
+
+
+def arm_config(
+    arm: str, phase: str, seed: int, args: argparse.Namespace, stage: int = -1
+) -> TrainConfig:
+    """The config of one stage (``phase`` = sft | grpo) of one arm; ``stage`` picks the SFT
+    curriculum stage (-1 = the last, on the task's level)."""
     root = Path(args.work) / f"seed_{seed}"
     recipe = "zoom_sft" if phase == "sft" else "zoom_grpo"
-    model = (
-        [f"model.path={root / 'tiny-qwen3_vl'}", "model.build_tiny=true", f"model.tiny_seed={seed}"]
-        if phase == "sft"
-        else [f"model.path={root / f'{arm}_sft' / 'final'}", "model.build_tiny=false"]
-    )
+    stages = sft_stages(args)
+    k = stage % len(stages) if phase == "sft" else len(stages)
+    this = stages[k] if phase == "sft" else SftStage(None, args.sft_steps)
+    if k == 0:
+        model = [
+            f"model.path={root / 'tiny-qwen3_vl'}",
+            "model.build_tiny=true",
+            f"model.tiny_seed={seed}",
+        ]
+    else:
+        model = [
+            f"model.path={_sft_dir(root, arm, stages, k - 1) / 'final'}",
+            "model.build_tiny=false",
+        ]
+    out_dir = _sft_dir(root, arm, stages, k) if phase == "sft" else root / f"{arm}_grpo"
+    tools = arm == "zoom" and not this.shared
     over = [
         *model,
-        f"tools.enabled={'true' if arm == 'zoom' else 'false'}",
-        f"run.out_dir={root / f'{arm}_{phase}'}",
+        f"tools.enabled={'true' if tools else 'false'}",
+        f"run.out_dir={out_dir}",
         f"run.seed={seed}",
         f"run.threads={args.threads}",
         "run.progress=false",
         "run.resume=false",
         "eval.every=0",
         "eval.rollout_pictures=0",  # held-out pictures are saved by evaluate_stage
-        f"sft.steps={args.sft_steps}",
+        f"sft.steps={this.steps}",
         f"sft.max_seconds={args.sft_seconds}",
         f"grpo.steps={args.grpo_steps}",
         f"grpo.max_seconds={args.grpo_seconds}",
         *args.set,
+        *(args.grpo_set if phase == "grpo" else []),
+        *([f"task.level={this.level}"] if this.level else []),
+        *(_stage_stop(args) if phase == "sft" and this.level else []),
     ]
     return load_config(recipe, over)
 
@@ -156,7 +226,8 @@ def evaluate_stage(
 
 
 def baselines(world: Any, keys: list[int]) -> dict[str, float]:
-    """Random click, centre click, and a random tile of the target's colour cluster."""
+    """Random click, centre click, a random tile of the target's colour cluster, and (on panel
+    levels) a uniform click inside the panel around the target."""
     rng = np.random.default_rng(0)
     rand = centre = cluster = 0.0
     for k in keys:
@@ -168,11 +239,22 @@ def baselines(world: Any, keys: list[int]) -> dict[str, float]:
         same = [e for e in s.elements if target and e.colour == target[0].colour]
         cluster += 1.0 / max(1, len(same))
     n = len(keys)
-    return {
+    out = {
         "random_click": rand / n,
         "centre_click": centre / n,
         "right_cluster_random_tile": cluster / n,
     }
+    panels = [world.sample(k).meta.get("panel_box_norm") for k in keys]
+    if all(p is not None for p in panels):  # a uniform click in the panel (expected value)
+        out["random_point_in_panel"] = float(
+            np.mean(
+                [
+                    box_area(world.sample(k).target_box_norm) / box_area(p)
+                    for k, p in zip(keys, panels, strict=True)
+                ]
+            )
+        )
+    return out
 
 
 def _run_row(result: Any, steps: int) -> dict[str, Any]:
@@ -193,12 +275,24 @@ def run_seed(seed: int, args: argparse.Namespace, keys: list[int]) -> dict[str, 
     from vlagent.train.sft import run_sft
 
     out: dict[str, Any] = {}
-    for arm in ARMS:
+    stages = sft_stages(args)
+    for arm in args.arms.split(","):
         res: dict[str, Any] = {}
-        cfg = arm_config(arm, "sft", seed, args)
-        sft = run_sft(cfg)
-        res["sft_run"] = _run_row(sft, args.sft_steps)
-        res["sft"] = evaluate_stage(sft.final_dir, cfg, keys, oracle=True, pictures=args.pictures)
+        for stage in range(len(stages)):
+            cfg = arm_config(arm, "sft", seed, args, stage)
+            final = Path(cfg.run.out_dir) / "final"
+            if (args.reuse_sft or stages[stage].shared) and final.is_dir():
+                log.info("seed %d %s: reusing %s", seed, arm, final)
+                res.setdefault("sft_runs", []).append(
+                    {"level": cfg.task.level, "steps": cfg.sft.steps, "reused": str(final)}
+                )
+                continue
+            sft = run_sft(cfg)
+            res.setdefault("sft_runs", []).append(
+                {"level": cfg.task.level, **_run_row(sft, cfg.sft.steps)}
+            )
+        res["sft_run"] = res["sft_runs"][-1]
+        res["sft"] = evaluate_stage(str(final), cfg, keys, oracle=True, pictures=args.pictures)
         log.info("seed %d %s sft: %s", seed, arm, res["sft"])
         cfg = arm_config(arm, "grpo", seed, args)
         grpo = run_grpo(cfg)
@@ -222,7 +316,9 @@ def aggregate(per_seed: dict[str, Any]) -> dict[str, Any]:
     return {k: {"mean": round(float(np.mean(v)), 4), "values": v} for k, v in flat.items()}
 
 
-def _test_keys(cfg: TrainConfig, n: int) -> tuple[list[int], dict[str, float], list[int]]:
+def _test_keys(
+    cfg: TrainConfig, n: int, first: TrainConfig
+) -> tuple[list[int], dict[str, float], list[int]]:
     """The held-out test screens (their task ids), the baselines on them and the screen size.
 
     The world needs a policy's processor and family: the first seed's initial tiny model is
@@ -232,7 +328,8 @@ def _test_keys(cfg: TrainConfig, n: int) -> tuple[list[int], dict[str, float], l
     from vlagent.train.common import ensure_model
     from vlagent.worlds import make_world
 
-    policy = load_policy(ensure_model(cfg.model), dtype=cfg.model.dtype, device=cfg.model.device)  # type: ignore[arg-type]
+    m = first.model
+    policy = load_policy(ensure_model(m), dtype=m.dtype, device=m.device)  # type: ignore[arg-type]
     world = make_world(cfg, policy)
     keys = world.task_ids("test", 0, n)
     size = list(world.sample(keys[0]).image.shape[1::-1])
@@ -246,9 +343,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     ap.add_argument("--out", default="docs/results/zoom_vs_notools.json", help="JSON to write")
     ap.add_argument("--work", default="runs/zoom_vs_notools", help="folder for the runs")
+    ap.add_argument(
+        "--arms", default=",".join(ARMS), help="comma-separated arms to run (zoom, notools)"
+    )
     ap.add_argument("--sft-steps", type=int, default=200, help="SFT steps per arm")
     ap.add_argument(
         "--sft-seconds", type=float, default=7200, help="SFT safety time cap per arm (step-bound)"
+    )
+    ap.add_argument(
+        "--curriculum",
+        default="",
+        help="SFT stages before the task's level, e.g. hires_dot_big:300,hires_dot_mid:300",
+    )
+    ap.add_argument(
+        "--curriculum-stop",
+        type=float,
+        default=0.0,
+        help="end a curriculum stage once its monitor accuracy reaches this (0 = run its steps)",
+    )
+    ap.add_argument(
+        "--reuse-sft",
+        action="store_true",
+        help="skip an SFT stage whose final checkpoint exists (GRPO-only ablations)",
     )
     ap.add_argument("--grpo-steps", type=int, default=30, help="GRPO steps per arm")
     ap.add_argument(
@@ -258,6 +374,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--eval-screens", type=int, default=200, help="held-out test screens")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--set", nargs="*", default=[], help="extra dotted overrides for all stages")
+    ap.add_argument("--grpo-set", nargs="*", default=[], help="extra overrides for GRPO only")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     command = shlex.join(["python", "-m", "experiments.zoom_vs_notools", *argv])
@@ -270,8 +387,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     quiet_transformers()
     torch.set_num_threads(args.threads)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    unknown = sorted(set(args.arms.split(",")) - set(ARMS))
+    if unknown:
+        ap.error(f"--arms: unknown {unknown}; known: {', '.join(ARMS)}")
     cfg = arm_config("zoom", "sft", seeds[0], args)
-    keys, base, screen_px = _test_keys(cfg, args.eval_screens)
+    keys, base, screen_px = _test_keys(
+        cfg, args.eval_screens, arm_config("zoom", "sft", seeds[0], args, 0)
+    )
     result: dict[str, Any] = {
         "command": command,
         "setup": {
@@ -281,6 +403,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "model": "tiny qwen3_vl (localization init), CPU",
             "held_out_screens": len(keys),
             "sft_steps": args.sft_steps,
+            "curriculum": args.curriculum,
+            "curriculum_stop": args.curriculum_stop,
             "grpo_steps": args.grpo_steps,
             "grpo_batch": f"{cfg.grpo.prompts_per_step} screens x {cfg.grpo.group_size}",
             "sft_batch": cfg.sft.batch_size,

@@ -23,3 +23,64 @@ def test_driver_imports_and_parses_defaults(name):
     parse = getattr(mod, "_args", None) or getattr(mod, "parse_args", None)
     if parse is not None:
         parse([])
+
+
+def _zoom_args(**kw):
+    import argparse
+
+    base = dict(
+        work="/tmp/zv",
+        curriculum="",
+        sft_steps=7,
+        grpo_steps=3,
+        sft_seconds=0,
+        grpo_seconds=0,
+        threads=1,
+        set=[],
+        grpo_set=[],
+        curriculum_stop=0.0,
+    )
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_zoom_curriculum_chains_stages_and_shares_the_direct_ones():
+    """The zoom experiment's SFT curriculum: each stage starts from the previous stage's final
+    weights, a shared stage trains direct answers (tools off) in one folder for both arms, the
+    arm's own stages train its format, and GRPO starts from the last SFT stage."""
+    from experiments.zoom_vs_notools import arm_config, sft_stages
+
+    args = _zoom_args(curriculum="hires_dot_big:5:shared,hires_dot_mid:6")
+    assert [(s.level, s.steps, s.shared) for s in sft_stages(args)] == [
+        ("hires_dot_big", 5, True),
+        ("hires_dot_mid", 6, False),
+        (None, 7, False),
+    ]
+    c0 = arm_config("zoom", "sft", 3, args, 0)
+    assert (c0.model.build_tiny, c0.tools.enabled, c0.task.level) == (True, False, "hires_dot_big")
+    assert c0.run.out_dir.endswith("seed_3/direct_sft_c0") and c0.sft.steps == 5
+    assert arm_config("notools", "sft", 3, args, 0).run.out_dir == c0.run.out_dir
+    c1 = arm_config("zoom", "sft", 3, args, 1)
+    assert c1.model.path.endswith("seed_3/direct_sft_c0/final") and not c1.model.build_tiny
+    assert (c1.tools.enabled, c1.task.level, c1.sft.steps) == (True, "hires_dot_mid", 6)
+    c2 = arm_config("zoom", "sft", 3, args, 2)
+    assert c2.model.path.endswith("seed_3/zoom_sft_c1/final")
+    assert c2.run.out_dir.endswith("seed_3/zoom_sft") and c2.task.level == "hires_tiny_small"
+    stop = _zoom_args(curriculum="hires_dot_big:5:shared", curriculum_stop=0.9)
+    assert arm_config("zoom", "sft", 3, stop, 0).sft.stop_accuracy == 0.9
+    assert arm_config("zoom", "sft", 3, stop, 1).sft.stop_accuracy == 0.0  # the task's level
+    g = arm_config(
+        "notools",
+        "grpo",
+        3,
+        _zoom_args(curriculum="hires_dot_big:5:shared", grpo_set=["grpo.lr=3e-5"]),
+    )
+    assert g.model.path.endswith("seed_3/notools_sft/final") and not g.tools.enabled
+    assert g.grpo.lr == 3e-5 and g.grpo.steps == 3
+
+
+@pytest.mark.parametrize("bad", ["hires_dot_big", "hires_dot_big:0", "a:5:own", "a:5,b:5:shared"])
+def test_zoom_curriculum_refuses_malformed_stages(bad):
+    from experiments.zoom_vs_notools import sft_stages
+
+    with pytest.raises(ValueError, match="--curriculum"):
+        sft_stages(_zoom_args(curriculum=bad))

@@ -308,7 +308,8 @@ class ToolsConfig:
     trace: str = "random"
     """SFT demonstrations: random (``gui.grounding.traces.zoom_trace``: a box around the
     target with random margins) | grid (the window of a fixed grid, stride half a window, that
-    holds the target and is centred nearest its colour cluster)."""
+    holds the target and is centred nearest its colour cluster) | panel (the panel drawn around
+    the target, on levels with ``panel_frac``, e.g. ``hires_panel``)."""
     grid_window_w: float = 0.15
     """Grid trace: window width as a fraction of the screenshot width."""
     grid_window_h: float = 0.2
@@ -344,9 +345,9 @@ class ToolsConfig:
             f"{self.answer_observation!r} is unknown; use latest or original",
         )
         _check(
-            self.trace in ("random", "grid"),
+            self.trace in ("random", "grid", "panel"),
             "tools.trace",
-            f"{self.trace!r} is unknown; use random or grid",
+            f"{self.trace!r} is unknown; use random, grid or panel",
         )
         for name in ("grid_window_w", "grid_window_h"):
             value = getattr(self, name)

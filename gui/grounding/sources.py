@@ -120,6 +120,8 @@ class SyntheticSource:
             return hit
         screen = generate_screen(self.level, key)
         meta = {"level": self.level.name, "seed": int(key), "reference": screen.reference}
+        if screen.panel_box_norm is not None:
+            meta["panel_box_norm"] = screen.panel_box_norm
         sample = GroundingSample(
             image=screen.image,
             instruction=screen.instruction,

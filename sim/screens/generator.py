@@ -73,6 +73,10 @@ def _keep(specs: list[ElementSpec], width: int, height: int) -> list[ElementSpec
     return kept
 
 
+def _norm(box: BoxPx, width: int, height: int) -> tuple[float, float, float, float]:
+    return (box[0] / width, box[1] / height, box[2] / width, box[3] / height)
+
+
 def _element(spec: ElementSpec, width: int, height: int) -> Element:
     x0, y0, x1, y1 = spec.box
     box_norm = (x0 / width, y0 / height, x1 / width, y1 / height)
@@ -150,4 +154,5 @@ def generate_screen(level: ScreenLevel | str, seed: int) -> Screen:
         reference=reference,
         level_name=level.name,
         seed=int(seed),
+        panel_box_norm=_norm(plan.panel, width, height) if plan.panel else None,
     )

@@ -91,6 +91,8 @@ class Plan:
     height: int
     specs: list[ElementSpec] = field(default_factory=list)
     decor: list[DecorRect | DecorText] = field(default_factory=list)
+    panel: BoxPx | None = None
+    """The panel around the first element (``ScreenLevel.panel_frac``), if any."""
 
 
 class Attributes:
@@ -192,6 +194,27 @@ def _shift(spec: ElementSpec, dx: int, dy: int) -> None:
         spec.label_box = (lb[0] + dx, lb[1] + dy, lb[2] + dx, lb[3] + dy)
 
 
+PANEL_FILL: RGB = (196, 202, 214)
+PANEL_OUTLINE: RGB = (112, 118, 132)
+
+
+def _place_in_panel(
+    plan: Plan, spec: ElementSpec, w: int, h: int, level: ScreenLevel, rng: np.random.Generator
+) -> None:
+    """Draw a panel (side ``panel_frac`` x short side) at a random spot and put ``spec`` (``w``
+    x ``h``) inside it at a random offset, a margin of 8 % of the side from its edges."""
+    lo, hi = level.panel_frac
+    side = round(min(plan.width, plan.height) * (lo + (hi - lo) * rng.random()))
+    side = max(side, max(w, h) + 4)
+    px, py = int(rng.integers(plan.width - side + 1)), int(rng.integers(plan.height - side + 1))
+    margin = min(round(0.08 * side), (side - max(w, h)) // 2)
+    x = px + int(rng.integers(margin, side - margin - w + 1))
+    y = py + int(rng.integers(margin, side - margin - h + 1))
+    _shift(spec, x, y)
+    plan.panel = (px, py, px + side, py + side)
+    plan.decor.append(DecorRect(plan.panel, PANEL_FILL, outline=PANEL_OUTLINE, radius=side // 16))
+
+
 def plan_free(level: ScreenLevel, rng: np.random.Generator, width: int, height: int) -> Plan:
     """Scatter ``level.n_elements`` elements without overlap by rejection sampling.
 
@@ -214,11 +237,16 @@ def plan_free(level: ScreenLevel, rng: np.random.Generator, width: int, height: 
     n = int(rng.integers(level.n_elements[0], level.n_elements[1] + 1))
     lo, hi = level.size_frac
     taken: list[BoxPx] = []
-    for _ in range(n):
+    for i in range(n):
         kind = level.kinds[int(rng.integers(len(level.kinds)))]
         s = max(8, round(short * (lo + (hi - lo) * rng.random())))
         w, h, spec = _size_free(kind, s, attrs)
         if w > width or h > height:
+            continue
+        if i == 0 and level.panel_frac[1] > 0:
+            _place_in_panel(plan, spec, w, h, level, rng)
+            taken.append(plan.panel)  # type: ignore[arg-type]
+            plan.specs.append(spec)
             continue
         for _ in range(level.placement_tries):
             x, y = int(rng.integers(width - w + 1)), int(rng.integers(height - h + 1))

@@ -120,6 +120,11 @@ class ScreenLevel:
     """Smallest gap between free-layout elements, as a fraction of the short side."""
     placement_tries: int = 40
     """Rejection-sampling tries per free-layout element before settling for fewer elements."""
+    panel_frac: tuple[float, float] = (0.0, 0.0)
+    """Free layout: side range (fraction of the short side) of a tinted panel drawn around the
+    first element at a random offset; ``(0, 0)`` = no panel. A panel large enough to see at a
+    low pixel budget around a target too small to hit there is the coarse-to-fine case a zoom
+    is for (the panel's box is ``Screen.panel_box_norm``)."""
 
     def __post_init__(self) -> None:
         for field in ("width", "height"):
@@ -135,6 +140,8 @@ class ScreenLevel:
                 raise _fail("resolutions", f"entries must be (width, height) ints, got {size!r}")
         if self.layout not in LAYOUTS:
             raise _fail("layout", f"must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
+        if self.panel_frac[1] and self.layout != "free":
+            raise _fail("panel_frac", f"needs the free layout, got {self.layout!r}")
         lo, hi = self.n_elements
         if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi <= 256):
             raise _fail("n_elements", f"must be ints with 1 <= lo <= hi <= 256, got {lo, hi}")
@@ -162,6 +169,12 @@ class ScreenLevel:
             raise _fail(
                 "distinct_colours",
                 f"needs at least n_elements[1] = {hi} colours, got {len(self.colours)}",
+            )
+        p_lo, p_hi = self.panel_frac
+        if (p_lo, p_hi) != (0.0, 0.0) and not (f_hi < p_lo <= p_hi <= 0.9):
+            raise _fail(
+                "panel_frac",
+                f"must be (0, 0) or satisfy size_frac[1] < lo <= hi <= 0.9, got {self.panel_frac}",
             )
         if not 0.0 <= self.min_gap_frac <= 0.2:
             raise _fail("min_gap_frac", f"must be in [0, 0.2], got {self.min_gap_frac}")
@@ -256,6 +269,30 @@ LEVELS: dict[str, ScreenLevel] = {
         width=1280,
         height=736,
         size_frac=(0.02, 0.03),
+    ),
+    # Curriculum steps towards ``hires_dot`` (same screens, larger shapes): at the 448x256 budget
+    # the shape is 48-84 px (the quickstart's size) and 19-28 px; zoomed, ``hires_dot``'s matches.
+    "hires_dot_big": ScreenLevel(
+        name="hires_dot_big",
+        width=1280,
+        height=736,
+        size_frac=(0.2, 0.35),
+    ),
+    # ``hires_dot`` inside a panel 0.18-0.24 of the screen height (132-177 px): the panel is
+    # plain at the 448x256 budget (43-58 px), the shape in it is not (5-7 px); zoomed onto the
+    # panel, the shape is 25-40 px. The coarse-to-fine task of the zoom experiment.
+    "hires_panel": ScreenLevel(
+        name="hires_panel",
+        width=1280,
+        height=736,
+        size_frac=(0.02, 0.03),
+        panel_frac=(0.18, 0.24),
+    ),
+    "hires_dot_mid": ScreenLevel(
+        name="hires_dot_mid",
+        width=1280,
+        height=736,
+        size_frac=(0.08, 0.12),
     ),
 }
 """Named presets, from the quickstart's ``basic`` (one coloured shape on 224x224) up."""

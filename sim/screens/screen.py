@@ -49,6 +49,8 @@ class Screen:
             :data:`sim.screens.level.Reference` value).
         level_name: name of the :class:`~sim.screens.level.ScreenLevel` it came from.
         seed: the seed it was generated from.
+        panel_box_norm: the panel drawn around the target (levels with ``panel_frac``), xyxy
+            in [0, 1], or None.
     """
 
     image: np.ndarray
@@ -59,6 +61,7 @@ class Screen:
     reference: str
     level_name: str
     seed: int
+    panel_box_norm: BoxNorm | None = None
 
     @property
     def target(self) -> Element:

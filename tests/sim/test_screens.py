@@ -28,6 +28,9 @@ SEEDS = {
     "hires_tiny": 6,
     "hires_tiny_small": 40,
     "hires_dot": 20,
+    "hires_dot_big": 10,
+    "hires_dot_mid": 10,
+    "hires_panel": 20,
 }
 TEXT_KINDS = {"button", "text_field", "list_row", "tab"}
 
@@ -225,6 +228,25 @@ def test_desktop_hires_has_small_dense_targets() -> None:
     assert np.mean([len(s.elements) for s in screens]) >= 40
 
 
+def test_hires_panel_draws_a_panel_around_a_tiny_target() -> None:
+    """The zoom experiment's coarse-to-fine screens: the target sits inside the panel, a margin
+    from its edges; the panel is drawn (its pixels differ from the background) and recorded;
+    levels without ``panel_frac`` record none."""
+    for seed in range(20):
+        s = generate_screen("hires_panel", seed)
+        px0, py0, px1, py1 = s.panel_box_norm
+        tx0, ty0, tx1, ty1 = s.target_box_norm
+        assert px0 < tx0 and py0 < ty0 and tx1 < px1 and ty1 < py1
+        h, w = s.image.shape[:2]
+        side = (px1 - px0) * w
+        assert 0.18 * h - 1 <= side <= 0.24 * h + 1 and abs((py1 - py0) * h - side) <= 1
+        inner = s.image[round(py0 * h) + 3, round(px0 * w) + 3]
+        outer = s.image[max(0, round(py0 * h) - 3), max(0, round(px0 * w) - 3)]
+        assert np.abs(inner.astype(int) - outer.astype(int)).sum() > 30
+        assert (tx1 - tx0) * (ty1 - ty0) < 0.0006  # tiny: < 0.06 % of the screen
+    assert generate_screen("hires_dot", 0).panel_box_norm is None
+
+
 def test_resolutions_are_sampled() -> None:
     level = replace(LEVELS["basic"], name="multi", resolutions=((256, 192),))
     shapes = {generate_screen(level, seed).image.shape for seed in range(20)}
@@ -243,6 +265,9 @@ def test_resolutions_are_sampled() -> None:
         ({"size_frac": (0.5, 0.2)}, "size_frac", "lo <= hi"),
         ({"width": 10}, "width", "[32, 8192]"),
         ({"verbs": ()}, "verbs", "non-empty"),
+        ({"size_frac": (0.1, 0.2), "panel_frac": (0.15, 0.3)}, "panel_frac", "size_frac[1]"),
+        ({"panel_frac": (0.4, 0.95)}, "panel_frac", "0.9"),
+        ({"layout": "hires", "panel_frac": (0.4, 0.5)}, "panel_frac", "free layout"),
     ],
 )
 def test_level_validation_names_field(kwargs: dict, field: str, hint: str) -> None:

@@ -48,6 +48,8 @@ def demo_texts(rt: Any, sample: GroundingSample, rng: np.random.Generator, cfg: 
         return [rt.codec.render(tuple(sample.target_box_norm), frame)]
     if cfg.trace == "grid":
         return grid_zoom_texts(rt, sample, rng, cfg)
+    if cfg.trace == "panel":
+        return grid_zoom_texts(rt, sample, rng, cfg, window=panel_window(sample))
     ctx = start_context(rt, sample.image)
     return [step.text for step in zoom_trace(sample, ctx, rng, trace_config(cfg))]
 
@@ -71,13 +73,37 @@ def grid_window(sample: GroundingSample, width: float, height: float) -> Box:
     return min(inside, key=lambda w: math.dist(box_center(w), anchor))
 
 
+def panel_window(sample: GroundingSample, pad: float = 0.06) -> Box:
+    """The panel around the target (``sample.meta["panel_box_norm"]``), grown by ``pad`` of its
+    size on every side and clipped to the screen (normalized xyxy).
+
+    Raises:
+        ValueError: the sample's level draws no panel (use a level with ``panel_frac``).
+    """
+    panel = sample.meta.get("panel_box_norm")
+    if panel is None:
+        raise ValueError(
+            f"tools.trace=panel: sample {sample.sample_id} has no panel; use a screen level "
+            "with panel_frac (e.g. hires_panel)"
+        )
+    x0, y0, x1, y1 = (float(v) for v in panel)
+    dx, dy = pad * (x1 - x0), pad * (y1 - y0)
+    return max(0.0, x0 - dx), max(0.0, y0 - dy), min(1.0, x1 + dx), min(1.0, y1 + dy)
+
+
 def grid_zoom_texts(
-    rt: Any, sample: GroundingSample, rng: np.random.Generator, cfg: Any
+    rt: Any,
+    sample: GroundingSample,
+    rng: np.random.Generator,
+    cfg: Any,
+    window: Box | None = None,
 ) -> list[str]:
-    """[zoom call on ``grid_window``, answer ``{"point_2d": ...}`` in the zoomed view's space]
-    with the answer jittered by ``cfg.answer_jitter`` of the target's half-size."""
+    """[zoom call on ``window`` (default ``grid_window``), answer ``{"point_2d": ...}`` in the
+    zoomed view's space] with the answer jittered by ``cfg.answer_jitter`` of the target's
+    half-size."""
     ctx = start_context(rt, sample.image)
-    window = grid_window(sample, cfg.grid_window_w, cfg.grid_window_h)
+    if window is None:
+        window = grid_window(sample, cfg.grid_window_w, cfg.grid_window_h)
     sx, sy = space_scale(ctx.space, ctx.frame(0))
     x0, y0, x1, y1 = window
     box = [round(x0 * sx), round(y0 * sy), round(x1 * sx), round(y1 * sy)]

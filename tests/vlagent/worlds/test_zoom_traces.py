@@ -12,7 +12,7 @@ from vlagent.models.loading import load_policy
 from vlagent.rollout.runner import EpisodeSpec, Limits, run_episodes
 from vlagent.worlds import make_world
 from vlagent.worlds.zoom import n_tool_calls, zoom_boxes_norm
-from vlagent.worlds.zoom_traces import grid_window
+from vlagent.worlds.zoom_traces import grid_window, panel_window
 
 BASE = ["world=zoom", "task.level=hires_tiny_small", "task.pixel_budget=114688"]
 
@@ -47,9 +47,14 @@ def test_splits_are_disjoint_and_targets_are_tiny(tiny_dir):
         assert 0 < box_area(s.target_box_norm) < 0.005  # < 0.5 % of the screen
 
 
-@pytest.mark.parametrize("trace", ["random", "grid"])
-def test_zoom_demonstrations_answer_right_in_original_coordinates(tiny_dir, trace):
-    world = _world(tiny_dir, "tools.system_prompt=short", f"tools.trace={trace}")
+@pytest.mark.parametrize(
+    ("trace", "level"),
+    [("random", "hires_tiny_small"), ("grid", "hires_tiny_small"), ("panel", "hires_panel")],
+)
+def test_zoom_demonstrations_answer_right_in_original_coordinates(tiny_dir, trace, level):
+    world = _world(
+        tiny_dir, "tools.system_prompt=short", f"tools.trace={trace}", f"task.level={level}"
+    )
     limits = Limits(max_turns=3, max_turn_tokens=64, max_episode_tokens=160, over_limit="mask")
     keys = world.task_ids("demo", 0, 6)
     trajs = _demos(world, keys, limits)
@@ -67,8 +72,20 @@ def test_zoom_demonstrations_answer_right_in_original_coordinates(tiny_dir, trac
         tools = world.cfg.tools
         w = grid_window(world.sample(keys[0]), tools.grid_window_w, tools.grid_window_h)
         assert box_area(w) == pytest.approx(tools.grid_window_w * tools.grid_window_h)
+    if trace == "panel":  # the zoom is the panel around the target, grown by 6 % a side
+        for t in trajs:
+            px0, py0, px1, py1 = world.sample(t.task_id).meta["panel_box_norm"]
+            want = panel_window(world.sample(t.task_id))
+            assert want[0] < px0 and want[2] > px1  # grown, not the bare panel
+            assert zoom_boxes_norm(t)[0] == pytest.approx(want, abs=2e-3)  # integer [0, 1000)
     summary = world.summarize(trajs)
     assert summary["accuracy"] == 1.0 and summary["zoom_has_target"] == 1.0
+
+
+def test_panel_trace_names_the_level_it_needs(tiny_dir):
+    world = _world(tiny_dir, "tools.system_prompt=short", "tools.trace=panel")
+    with pytest.raises(ValueError, match="panel_frac"):
+        panel_window(world.sample(world.task_ids("demo", 0, 1)[0]))
 
 
 def test_direct_answer_demonstrations_are_right_without_tools(tiny_dir):
