@@ -1,6 +1,7 @@
 """Summarize SFT runs as JSON: validation success / format curves and the final training loss.
 
-Used for the robot-world pilots (issue 13: can the tiny VLM learn reach from demonstrations)::
+Used for the robot-world pilots (issue 13: can the tiny VLM learn reach from demonstrations)
+and the zoom experiment's pilots (issue 11: which task and trace a tiny model can learn)::
 
     python -m experiments.sft_curves --out docs/results/robot_reach_sft_pilots.json \\
         front_32demos=runs/robot_sft top_128demos=runs/robot_sft_top
@@ -21,6 +22,9 @@ import yaml
 from vlagent.io import atomic_write_json
 from vlagent.train.outputs import read_metrics
 
+ZOOM_KEYS = ("zoom_has_target", "acc_given_target_zoom", "invalid_action_rate")
+"""Zoom-world monitor metrics kept when present (the zoom experiment's pilots)."""
+
 
 def summarize(run_dir: Path) -> dict[str, Any]:
     """Validation curve and loss of one SFT run folder (plus its robot / sft config)."""
@@ -34,6 +38,9 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "run_dir": str(run_dir),
         "world": cfg.get("world"),
         "robot": cfg.get("robot"),
+        "task_level": (cfg.get("task") or {}).get("level"),
+        "tools": {k: (cfg.get("tools") or {}).get(k) for k in ("enabled", "trace")},
+        "start": (cfg.get("model") or {}).get("path"),
         "sft": {k: cfg["sft"][k] for k in ("steps", "batch_size", "lr", "num_demos")},
         "val": [
             {
@@ -43,6 +50,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
                 "ci95": [r.get("val/success_ci_low"), r.get("val/success_ci_high")],
                 "format_rate": r.get("val/format_rate"),
                 "mean_steps": r.get("val/mean_steps"),
+                **{k: r[f"val/{k}"] for k in ZOOM_KEYS if f"val/{k}" in r},
             }
             for r in val
         ],

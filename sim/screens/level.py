@@ -288,6 +288,15 @@ LEVELS: dict[str, ScreenLevel] = {
         size_frac=(0.02, 0.03),
         panel_frac=(0.18, 0.24),
     ),
+    # What the zoom shows of ``hires_panel``: a panel filling most of a square view, the shape
+    # in it 30-44 px. Direct answers on it teach reading the zoomed view before any zoom.
+    "panel_zoomed": ScreenLevel(
+        name="panel_zoomed",
+        width=352,
+        height=352,
+        size_frac=(0.085, 0.125),
+        panel_frac=(0.8, 0.88),
+    ),
     "hires_dot_mid": ScreenLevel(
         name="hires_dot_mid",
         width=1280,

@@ -31,6 +31,7 @@ SEEDS = {
     "hires_dot_big": 10,
     "hires_dot_mid": 10,
     "hires_panel": 20,
+    "panel_zoomed": 10,
 }
 TEXT_KINDS = {"button", "text_field", "list_row", "tab"}
 
