@@ -135,7 +135,8 @@ def arm_config(
             f"model.path={_sft_dir(root, arm, stages, k - 1) / 'final'}",
             "model.build_tiny=false",
         ]
-    out_dir = _sft_dir(root, arm, stages, k) if phase == "sft" else root / f"{arm}_grpo"
+    grpo_dir = root / f"{arm}_{args.grpo_name}"
+    out_dir = _sft_dir(root, arm, stages, k) if phase == "sft" else grpo_dir
     tools = arm == "zoom" and not this.shared
     over = [
         *model,
@@ -316,6 +317,61 @@ def aggregate(per_seed: dict[str, Any]) -> dict[str, Any]:
     return {k: {"mean": round(float(np.mean(v)), 4), "values": v} for k, v in flat.items()}
 
 
+def _acc_ci(acc: float, n: int) -> str:
+    """``acc`` in % with its 95 % Wilson interval over ``n`` screens."""
+    from vlagent.eval.stats import wilson_interval
+
+    lo, hi = wilson_interval(round(acc * n), n)
+    return f"{100 * acc:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def table(paths: list[str]) -> str:
+    """Markdown tables from the JSON files this driver wrote: held-out accuracy with 95 %
+    Wilson intervals per seed, arm and stage, then the zoom arm's probes."""
+    import json
+
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    rows = sorted(
+        (int(seed), run["setup"]["held_out_screens"], res)
+        for run in runs
+        for seed, res in run["seeds"].items()
+    )
+    out = "| seed | zoom: SFT | zoom: SFT + GRPO | no tools: SFT | no tools: SFT + GRPO |"
+    out += " GRPO: zoom − no tools |\n|---:|---|---|---|---|---:|\n"
+    for seed, n, res in rows:
+        acc = {
+            (arm, st): res[arm][st]["free"]["accuracy"]
+            for arm in ARMS
+            for st in ("sft", "grpo")
+            if arm in res
+        }
+        cells = [
+            _acc_ci(acc[(arm, st)], n) if (arm, st) in acc else "-"
+            for arm in ARMS
+            for st in ("sft", "grpo")
+        ]
+        gap = (
+            f"{100 * (acc[('zoom', 'grpo')] - acc[('notools', 'grpo')]):+.1f}"
+            if ("zoom", "grpo") in acc and ("notools", "grpo") in acc
+            else "-"
+        )
+        out += f"| {seed} | " + " | ".join(cells) + f" | {gap} |\n"
+    out += "\n| seed | stage | zoom calls | first zoom holds the target | accuracy given it |"
+    out += " oracle-zoom accuracy | malformed / over-limit |\n|---:|---|---:|---:|---:|---:|---:|\n"
+    for seed, _, res in rows:
+        for st in ("sft", "grpo"):
+            if "zoom" not in res:
+                continue
+            f, o = res["zoom"][st]["free"], res["zoom"][st].get("oracle_zoom", {})
+            out += (
+                f"| {seed} | {st} | {f['tool_calls']:.2f} | {100 * f['zoom_has_target']:.1f} | "
+                f"{100 * f.get('acc_given_target_zoom', 0.0):.1f} | "
+                f"{100 * o.get('accuracy', float('nan')):.1f} | "
+                f"{100 * (1 - f['format_rate']):.1f} / {100 * f['over_limit_frac']:.1f} |\n"
+            )
+    return out
+
+
 def _test_keys(
     cfg: TrainConfig, n: int, first: TrainConfig
 ) -> tuple[list[int], dict[str, float], list[int]]:
@@ -375,7 +431,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--set", nargs="*", default=[], help="extra dotted overrides for all stages")
     ap.add_argument("--grpo-set", nargs="*", default=[], help="extra overrides for GRPO only")
+    ap.add_argument(
+        "--grpo-name",
+        default="grpo",
+        help="GRPO run folder <arm>_<name> (a GRPO-only ablation with --reuse-sft keeps the main run)",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--table"]:
+        sys.stdout.write(table(argv[1:]))
+        return {}
     args = ap.parse_args(argv)
     command = shlex.join(["python", "-m", "experiments.zoom_vs_notools", *argv])
     started = time.perf_counter()
@@ -417,6 +481,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             },
             "threads": args.threads,
             "overrides": args.set,
+            "grpo_overrides": args.grpo_set,
         },
         "baselines": base,
         "seeds": {},

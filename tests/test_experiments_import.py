@@ -39,6 +39,7 @@ def _zoom_args(**kw):
         set=[],
         grpo_set=[],
         curriculum_stop=0.0,
+        grpo_name="grpo",
     )
     return argparse.Namespace(**{**base, **kw})
 
@@ -75,7 +76,9 @@ def test_zoom_curriculum_chains_stages_and_shares_the_direct_ones():
         _zoom_args(curriculum="hires_dot_big:5:shared", grpo_set=["grpo.lr=3e-5"]),
     )
     assert g.model.path.endswith("seed_3/notools_sft/final") and not g.tools.enabled
-    assert g.grpo.lr == 3e-5 and g.grpo.steps == 3
+    assert g.grpo.lr == 3e-5 and g.grpo.steps == 3 and g.run.out_dir.endswith("notools_grpo")
+    abl = _zoom_args(curriculum="hires_dot_big:5:shared", grpo_name="grpo_noev")
+    assert arm_config("zoom", "grpo", 3, abl).run.out_dir.endswith("seed_3/zoom_grpo_noev")
 
 
 @pytest.mark.parametrize("bad", ["hires_dot_big", "hires_dot_big:0", "a:5:own", "a:5,b:5:shared"])
