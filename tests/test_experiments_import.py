@@ -87,3 +87,18 @@ def test_zoom_curriculum_refuses_malformed_stages(bad):
 
     with pytest.raises(ValueError, match="--curriculum"):
         sft_stages(_zoom_args(curriculum=bad))
+
+
+def test_zoom_table_reads_the_recorded_json():
+    """``--table`` prints each seed's accuracies with Wilson intervals over the held-out
+    screens (seed 2's no-tools SFT hit 1 of 200 screens in the recorded run)."""
+    from pathlib import Path
+
+    from experiments.zoom_vs_notools import table
+
+    root = Path(__file__).resolve().parents[1]
+    text = table([str(root / "docs/results/zoom_vs_notools.json")])
+    assert (
+        "| 2 | 0.0 [0.0, 1.9] | 0.0 [0.0, 1.9] | 0.5 [0.1, 2.8] | 0.0 [0.0, 1.9] | +0.0 |" in text
+    )
+    assert "| 0 | sft | 1.00 | 23.0 | 0.0 | 4.0 | 0.0 / 0.0 |" in text
