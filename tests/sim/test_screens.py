@@ -237,7 +237,8 @@ def test_hires_panel_draws_a_panel_around_a_tiny_target() -> None:
         s = generate_screen("hires_panel", seed)
         px0, py0, px1, py1 = s.panel_box_norm
         tx0, ty0, tx1, ty1 = s.target_box_norm
-        assert px0 < tx0 and py0 < ty0 and tx1 < px1 and ty1 < py1
+        m = 0.07 * (px1 - px0), 0.07 * (py1 - py0)  # the layout keeps 8 % of the side
+        assert tx0 - px0 >= m[0] and ty0 - py0 >= m[1] and px1 - tx1 >= m[0] and py1 - ty1 >= m[1]
         h, w = s.image.shape[:2]
         side = (px1 - px0) * w
         assert 0.18 * h - 1 <= side <= 0.24 * h + 1 and abs((py1 - py0) * h - side) <= 1
