@@ -191,6 +191,11 @@ class ScreenLevel:
         return tuple(out)
 
 
+def _dot(name: str, size_frac: tuple[float, float], **kw: tuple[float, float]) -> ScreenLevel:
+    """One coloured shape on a 1280x736 free-layout screen (the ``hires_dot`` family)."""
+    return ScreenLevel(name=name, width=1280, height=736, size_frac=size_frac, **kw)  # type: ignore[arg-type]
+
+
 _WIDGETS: tuple[Kind, ...] = ("button", "icon", "toggle", "text_field", "list_row", "tab")
 
 LEVELS: dict[str, ScreenLevel] = {
@@ -261,33 +266,17 @@ LEVELS: dict[str, ScreenLevel] = {
         references=("icon",),
         verbs=("Click",),
     ),
-    # One tiny coloured shape on a large plain screen: at a 448x256 budget it is a 5-7 px dot
-    # that a patch-level policy finds only roughly, while a zoom around it shows it as large as
-    # the quickstart's shapes (the zoom-readable "thinking with images" task).
-    "hires_dot": ScreenLevel(
-        name="hires_dot",
-        width=1280,
-        height=736,
-        size_frac=(0.02, 0.03),
-    ),
-    # Curriculum steps towards ``hires_dot`` (same screens, larger shapes): at the 448x256 budget
-    # the shape is 48-84 px (the quickstart's size) and 19-28 px; zoomed, ``hires_dot``'s matches.
-    "hires_dot_big": ScreenLevel(
-        name="hires_dot_big",
-        width=1280,
-        height=736,
-        size_frac=(0.2, 0.35),
-    ),
+    # One tiny coloured shape on a large plain screen: at a 448x256 budget it is a 5-7 px dot,
+    # too small for the tiny model to find (docs/RESULTS.md, the zoom pilots).
+    "hires_dot": _dot("hires_dot", (0.02, 0.03)),
+    # Curriculum steps towards it (same screens, larger shapes): at the 448x256 budget the shape
+    # is 48-84 px (the quickstart's size) and 19-28 px.
+    "hires_dot_big": _dot("hires_dot_big", (0.2, 0.35)),
+    "hires_dot_mid": _dot("hires_dot_mid", (0.08, 0.12)),
     # ``hires_dot`` inside a panel 0.18-0.24 of the screen height (132-177 px): the panel is
     # plain at the 448x256 budget (43-58 px), the shape in it is not (5-7 px); zoomed onto the
     # panel, the shape is 25-40 px. The coarse-to-fine task of the zoom experiment.
-    "hires_panel": ScreenLevel(
-        name="hires_panel",
-        width=1280,
-        height=736,
-        size_frac=(0.02, 0.03),
-        panel_frac=(0.18, 0.24),
-    ),
+    "hires_panel": _dot("hires_panel", (0.02, 0.03), panel_frac=(0.18, 0.24)),
     # What the zoom shows of ``hires_panel``: a panel filling most of a square view, the shape
     # in it 30-44 px. Direct answers on it teach reading the zoomed view before any zoom.
     "panel_zoomed": ScreenLevel(
@@ -296,12 +285,6 @@ LEVELS: dict[str, ScreenLevel] = {
         height=352,
         size_frac=(0.085, 0.125),
         panel_frac=(0.8, 0.88),
-    ),
-    "hires_dot_mid": ScreenLevel(
-        name="hires_dot_mid",
-        width=1280,
-        height=736,
-        size_frac=(0.08, 0.12),
     ),
 }
 """Named presets, from the quickstart's ``basic`` (one coloured shape on 224x224) up."""
