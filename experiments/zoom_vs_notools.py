@@ -231,8 +231,12 @@ def baselines(world: Any, keys: list[int]) -> dict[str, float]:
     levels) a uniform click inside the panel around the target."""
     rng = np.random.default_rng(0)
     rand = centre = cluster = 0.0
+    in_panel: list[float] = []
     for k in keys:
         s = world.sample(k)
+        panel = s.meta.get("panel_box_norm")
+        if panel is not None:  # a uniform click in the panel (expected value)
+            in_panel.append(box_area(s.target_box_norm) / box_area(panel))
         box = tuple(s.target_box_norm)
         rand += point_in_box(tuple(rng.random(2)), box)
         centre += point_in_box((0.5, 0.5), box)
@@ -245,16 +249,8 @@ def baselines(world: Any, keys: list[int]) -> dict[str, float]:
         "centre_click": centre / n,
         "right_cluster_random_tile": cluster / n,
     }
-    panels = [world.sample(k).meta.get("panel_box_norm") for k in keys]
-    if all(p is not None for p in panels):  # a uniform click in the panel (expected value)
-        out["random_point_in_panel"] = float(
-            np.mean(
-                [
-                    box_area(world.sample(k).target_box_norm) / box_area(p)
-                    for k, p in zip(keys, panels, strict=True)
-                ]
-            )
-        )
+    if len(in_panel) == n:
+        out["random_point_in_panel"] = float(np.mean(in_panel))
     return out
 
 
@@ -409,7 +405,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument(
         "--curriculum",
         default="",
-        help="SFT stages before the task's level, e.g. hires_dot_big:300,hires_dot_mid:300",
+        help="SFT stages before the task's level, LEVEL:STEPS[:shared] (shared = direct "
+        "answers, one run for both arms), e.g. hires_dot_big:1200:shared,panel_zoomed:1200:shared",
     )
     ap.add_argument(
         "--curriculum-stop",
