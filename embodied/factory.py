@@ -16,6 +16,7 @@ def make_robot_env(
     reward: Mapping[str, float] | None = None,
     chunk: int = 1,
     wrist_view: bool = False,
+    action_frame: str = "delta",
 ) -> Any:
     """A gymnasium env of ``suite`` with our contract (image + proprio + instruction in,
     ``Box(-1, 1, (4,))`` out; ``ActionChunk`` of ``chunk`` steps when ``chunk`` > 1).
@@ -26,9 +27,12 @@ def make_robot_env(
             suite name.
         max_steps: step budget per episode (0: the task's own).
         wrist_view: own only: add ``wrist_image`` (the gripper's camera, same size as ``image``).
+        action_frame: own only: ``delta`` (moves) or ``target`` (goal points of the workspace,
+            ``embodied.robot_env``).
 
     Raises:
-        ValueError: an unknown suite, or ``wrist_view`` with a suite other than ``own``.
+        ValueError: an unknown suite, or ``wrist_view`` or the ``target`` frame with a suite
+            other than ``own``.
         EmbodiedSuiteMissing: the suite's package is not installed (names the install command).
     """
     if suite == "own":
@@ -42,9 +46,15 @@ def make_robot_env(
             max_steps=max_steps or None,
             reward=reward,
             wrist_view=wrist_view,
+            action_frame=action_frame,
         )
     elif wrist_view:
         raise ValueError(f"wrist_view is only available for suite 'own', not {suite!r}")
+    elif action_frame != "delta":
+        raise ValueError(
+            f"action_frame {action_frame!r} is only available for suite 'own', not {suite!r} "
+            "(its actions are moves)"
+        )
     elif suite == "metaworld":
         from embodied.metaworld_env import MetaWorldEnv
 

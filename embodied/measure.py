@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from embodied.robot_actions import ACTION_FRAMES
 from embodied.robot_env import RobotEnv
 from embodied.scripted import ScriptedController
 from embodied.tasks import DEFAULT_MAX_STEP, KINDS, make_task
@@ -47,6 +48,19 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     lo = 0.0 if successes == 0 else max(0.0, centre - half)
     hi = 1.0 if successes == n else min(1.0, centre + half)
     return lo, hi
+
+
+def bin_centres(action: np.ndarray, bins: int) -> np.ndarray:
+    """``action`` (values in [-1, 1]) rounded to the centre of its bin among ``bins`` uniform
+    bins over [-1, 1]; unchanged when ``bins`` is 0.
+
+    >>> bin_centres(np.array([-1.0, 0.0, 0.3, 1.0]), 4).tolist()
+    [-0.75, 0.25, 0.25, 0.75]
+    """
+    if bins <= 0:
+        return action
+    idx = np.clip(np.floor((np.asarray(action, np.float64) + 1.0) / 2.0 * bins), 0, bins - 1)
+    return (-1.0 + (idx + 0.5) * 2.0 / bins).astype(np.float32)
 
 
 def play_policy(
@@ -82,16 +96,22 @@ def measure(
     max_step: float = DEFAULT_MAX_STEP,
     image_size: int = 32,
     random_seed: int = 0,
+    action_frame: str = "delta",
+    bins: int = 0,
 ) -> dict[str, Any]:
-    """Per kind and policy (scripted, random) the statistics of :func:`play_policy`."""
+    """Per kind and policy (scripted, random) the statistics of :func:`play_policy`.
+
+    ``bins`` > 0 rounds the scripted controller's actions to the centres of that many uniform
+    bins per dimension (what a policy's codec can say) before the env sees them.
+    """
     results: dict[str, Any] = {}
     for kind in kinds:
-        env = RobotEnv(kind, image_size=image_size, max_step=max_step)
+        env = RobotEnv(kind, image_size=image_size, max_step=max_step, action_frame=action_frame)
         try:
             rng = np.random.default_rng(random_seed)
             controller = ScriptedController(env)
             acts: dict[str, Callable[[dict[str, Any]], np.ndarray]] = {
-                "scripted": controller.act,
+                "scripted": lambda obs, c=controller: bin_centres(c.act(obs), bins),
                 "random": lambda _obs, rng=rng: rng.uniform(-1.0, 1.0, 4).astype(np.float32),
             }
             results[kind] = {}
@@ -140,11 +160,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--max-step", type=float, default=DEFAULT_MAX_STEP, help="m per action")
     parser.add_argument("--image-size", type=int, default=32, help="render side, pixels")
+    parser.add_argument(
+        "--action-frame", default="delta", choices=ACTION_FRAMES, help="moves or goal points"
+    )
+    parser.add_argument(
+        "--bins", type=int, default=0, help="round scripted actions to N bin centres (0: off)"
+    )
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     start = time.perf_counter()
-    results = measure(args.episodes, args.kinds, args.max_step, args.image_size)
+    results = measure(
+        args.episodes,
+        args.kinds,
+        args.max_step,
+        args.image_size,
+        action_frame=args.action_frame,
+        bins=args.bins,
+    )
     shown = list(sys.argv[1:] if argv is None else argv)
     payload = {
         "command": "python -m embodied.measure " + " ".join(shown),
@@ -153,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "kinds": args.kinds,
             "max_step": args.max_step,
             "image_size": args.image_size,
+            "action_frame": args.action_frame,
+            "bins": args.bins,
             "seeds": f"0..{args.episodes - 1} (task id = seed)",
             "random_policy": "uniform in [-1, 1]^4, numpy default_rng(0) per kind",
             "seconds": round(time.perf_counter() - start, 1),

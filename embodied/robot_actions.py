@@ -15,6 +15,11 @@ import numpy as np
 from embodied.tasks import RobotTaskError
 
 ACTION_DIMS: tuple[str, ...] = ("dx", "dy", "dz", "gripper")
+ACTION_FRAMES: tuple[str, ...] = ("delta", "target")
+"""How ``action[:3]`` is read. ``delta``: a move of ``action * max_step`` metres per axis.
+``target``: a goal point of the workspace (-1 = ``lo``, +1 = ``hi`` per axis) that the end
+effector moves towards by at most ``max_step`` per axis (an absolute end-effector position
+command, as in position-controlled arms)."""
 REWARD_TERMS: tuple[str, ...] = ("success", "distance", "grasp", "invalid_action")
 DEFAULT_REWARD: dict[str, float] = {
     "success": 1.0,
@@ -50,6 +55,29 @@ def parse_action(action: Any) -> tuple[np.ndarray | None, str]:
     if bad:
         return None, f"action has non-finite values: {', '.join(bad)}"
     return arr, ""
+
+
+def target_point(action_xyz: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The workspace point (m, shape (3,)) that a ``target``-frame ``action[:3]`` names:
+    ``lo + (a + 1) / 2 * (hi - lo)`` with ``a`` clipped to [-1, 1]."""
+    a = np.clip(np.asarray(action_xyz, dtype=np.float64), -1.0, 1.0)
+    return np.asarray(lo, dtype=np.float64) + (a + 1.0) / 2.0 * (np.asarray(hi) - np.asarray(lo))
+
+
+def point_action(point: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`target_point`: the ``target``-frame action (3,) in [-1, 1] of a point
+    (m), the point clipped to the workspace first."""
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    p = np.clip(np.asarray(point, dtype=np.float64), lo, hi)
+    return 2.0 * (p - lo) / (hi - lo) - 1.0
+
+
+def step_towards(goal: np.ndarray, ee: np.ndarray, max_step: float) -> np.ndarray:
+    """The ``delta``-frame move (3,) in [-1, 1] that heads from ``ee`` to ``goal`` (both m):
+    at most ``max_step`` metres on every axis, scaled as a whole so the direction is kept
+    (it lands on ``goal`` when that is within one step)."""
+    delta = (np.asarray(goal, dtype=np.float64) - np.asarray(ee, dtype=np.float64)) / max_step
+    return delta / max(1.0, float(np.max(np.abs(delta))))
 
 
 def reward_weights(reward: Mapping[str, float] | None) -> dict[str, float]:

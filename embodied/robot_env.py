@@ -9,8 +9,11 @@ Observation (``Dict``):
     proprio: float32 (4,): end effector x, y, z in metres (world frame, z up, table top at 0)
         and the gripper's closed flag (1 closed, 0 open), when ``proprio``.
     instruction: str, e.g. ``"push the red cube onto the green square"``.
-Action: float32 (4,) in [-1, 1]: ``dx, dy, dz`` move the end effector by at most ``max_step``
-metres per axis; ``gripper > 0`` closes (grasping a cube inside the grasp region), ``<= 0``
+Action: float32 (4,) in [-1, 1]. With ``action_frame="delta"`` (the default) ``dx, dy, dz``
+move the end effector by at most ``max_step`` metres per axis. With ``action_frame="target"``
+the first three name a goal point of the workspace (-1 = ``WORKSPACE_LO``, +1 =
+``WORKSPACE_HI`` per axis) and the end effector moves straight towards it, at most
+``max_step`` metres per axis per step (it stops on the point). ``gripper > 0`` closes (grasping a cube inside the grasp region), ``<= 0``
 opens. In the push task the gripper stays open whatever the action says and its fingers touch
 the cubes (:mod:`embodied.contact`), so a cube moves only by being pushed. In the press task the
 scene has buttons (``RobotScene(buttons=True)``), the gripper stays open and its fingers touch
@@ -37,7 +40,13 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied.contact import enable_pusher
-from embodied.robot_actions import parse_action, reward_weights
+from embodied.robot_actions import (
+    ACTION_FRAMES,
+    parse_action,
+    reward_weights,
+    step_towards,
+    target_point,
+)
 from embodied.tasks import (
     DEFAULT_MAX_STEP,
     RobotTask,
@@ -104,6 +113,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         reward: Mapping[str, float] | None = None,
         render_mode: str | None = None,
         wrist_view: bool = False,
+        action_frame: str = "delta",
     ) -> None:
         """Args:
         task: the task kind.
@@ -116,6 +126,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         reward: reward-term weights over :data:`~embodied.robot_actions.DEFAULT_REWARD`.
         render_mode: None or ``rgb_array`` (``render()`` returns the ``image`` view).
         wrist_view: add ``wrist_image`` from the gripper's ``wrist`` camera (S x S as well).
+        action_frame: ``delta`` (moves) or ``target`` (goal points), see the module docstring.
         """
         n_tasks(task)  # validates the kind
         if isinstance(image_size, bool) or not isinstance(image_size, int | np.integer):
@@ -137,6 +148,10 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1
         ):
             raise RobotTaskError(f"max_steps must be None or an int >= 1, got {max_steps!r}")
+        if action_frame not in ACTION_FRAMES:
+            raise RobotTaskError(
+                f"action_frame must be one of {', '.join(ACTION_FRAMES)}, got {action_frame!r}"
+            )
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise RobotTaskError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.kind = task
@@ -146,6 +161,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             next(c for c in FIXED_CAMERAS if c != camera) if second_view else None
         )
         self.wrist_view = wrist_view
+        self.action_frame = action_frame
         self.proprio = bool(proprio)
         self.max_step = float(max_step)
         self.max_steps_override = max_steps
@@ -207,6 +223,9 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         invalid = arr is None
         grip_now = 1.0 if scene.closed else -1.0
         command = np.array([0.0, 0.0, 0.0, grip_now]) if arr is None else arr.copy()
+        if arr is not None and self.action_frame == "target":
+            goal = target_point(arr[:3], WORKSPACE_LO, WORKSPACE_HI)
+            command[:3] = step_towards(goal, scene.ee_position(), self.max_step)
         if task.kind in ("push", "press"):
             command[3] = -1.0  # the pusher (and presser) never closes
         # shaping signals cost ~0.2 ms a step: computed only when their weight is not 0

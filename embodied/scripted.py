@@ -2,7 +2,8 @@
 proof that each task's success checker can be met: ``python -m embodied.measure``).
 
 Each ``act`` reads the scene (end effector, cube and zone positions in world metres) and returns
-one action ``(dx, dy, dz, gripper)`` in [-1, 1]; the controller keeps no memory between calls,
+one action ``(dx, dy, dz, gripper)`` in [-1, 1] (in the env's ``target`` frame, the waypoint
+itself: ``(x, y, z, gripper)``); the controller keeps no memory between calls,
 so it picks up from any state (after a restore, or mid-episode from a policy's actions).
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from embodied.robot_actions import point_action, step_towards
 from embodied.robot_env import RobotEnv
 from embodied.tasks import PRESS_DEPTH, is_holding, press_point
 from sim.robot.mjcf import BUTTON_TOP, CUBE_HALF, FINGER_TIP, ZONE_HALF
@@ -63,11 +65,16 @@ class ScriptedController:
 
     def _toward(self, target: Any, grip: float) -> np.ndarray:
         """A straight step towards ``target`` (world m): at most one max_step per axis, scaled
-        as a whole so that the direction is kept."""
-        ee = self.env.scene.ee_position()
-        delta = (np.asarray(target, dtype=np.float64) - ee) / self.env.max_step
-        delta /= max(1.0, float(np.max(np.abs(delta))))
+        as a whole so that the direction is kept. In the env's ``target`` frame the action is
+        the point itself (the env takes the same step)."""
+        if self.env.action_frame == "target":
+            return np.array([*point_action(target, WORKSPACE_LO, WORKSPACE_HI), grip], np.float32)
+        delta = step_towards(target, self.env.scene.ee_position(), self.env.max_step)
         return np.array([*delta, grip], dtype=np.float32)
+
+    def _stay(self, grip: float) -> np.ndarray:
+        """No motion, the gripper set to ``grip``."""
+        return self._toward(self.env.scene.ee_position(), grip)
 
     # ----------------------------------------------------------------------------- press
     def _press(self) -> np.ndarray:
@@ -95,10 +102,10 @@ class ScriptedController:
                 return self._toward([zone[0], zone[1], CARRY_Z], CLOSE)
             if ee[2] > RELEASE_Z + AT:
                 return self._toward([zone[0], zone[1], RELEASE_Z], CLOSE)
-            return np.array([0.0, 0.0, 0.0, OPEN], dtype=np.float32)  # let go
+            return self._stay(OPEN)  # let go
         placed = np.max(np.abs(cube[:2] - zone[:2])) <= ZONE_HALF and cube[2] < 2 * CUBE_HALF
         if placed:
-            return np.array([0.0, 0.0, 0.0, OPEN], dtype=np.float32)  # wait for it to rest
+            return self._stay(OPEN)  # wait for it to rest
         if scene.closed:
             return self._toward(cube, OPEN)  # a failed grasp: open on the way back
         if np.max(np.abs(ee - cube)) <= AT:

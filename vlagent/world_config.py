@@ -499,7 +499,11 @@ class RobotConfig:
     n_bins: int = 256
     """Uniform bins per action dimension over [-1, 1] (OpenVLA: 256)."""
     max_step: float = 0.05
-    """Metres the end effector moves per action at |a| = 1 (own suite)."""
+    """Metres the end effector moves per action at |a| = 1 (own suite); in the ``target`` frame
+    the most it moves per step towards the goal point."""
+    action_frame: str = "delta"
+    """own suite: ``delta`` (dx, dy, dz are moves) | ``target`` (x, y, z name a goal point of the
+    workspace that the gripper heads to, an absolute end-effector position command)."""
     max_steps: int = 0
     """Env steps per episode (0: the task kind's own budget)."""
     reward: dict[str, float] = dataclasses.field(
@@ -560,6 +564,16 @@ class RobotConfig:
             self.action_style in ("digits", "tokens"),
             "robot.action_style",
             f"{self.action_style!r} is unknown; use digits or tokens",
+        )
+        _check(
+            self.action_frame in ("delta", "target"),
+            "robot.action_frame",
+            f"{self.action_frame!r} is unknown; use delta or target",
+        )
+        _check(
+            self.action_frame == "delta" or self.suite == "own",
+            "robot.action_frame",
+            f"target is only available for the own suite; {self.suite!r} actions are moves",
         )
         _check(2 <= self.n_bins <= 1024, "robot.n_bins", f"must be in [2, 1024], got {self.n_bins}")
         _check(

@@ -43,6 +43,13 @@ def system_prompt(cfg: RobotConfig) -> str:
     mid = cfg.n_bins // 2
     per = "one action" if cfg.chunk == 1 else f"{cfg.chunk} actions separated by ';'"
     views = " The second image is the gripper's wrist camera." if cfg.wrist_camera else ""
+    if cfg.action_frame == "target":
+        return (
+            f"You control a robot gripper over a table.{views} Reply with "
+            f"{per}: four bins 0..{cfg.n_bins - 1} for x y z gripper: the point the gripper "
+            "moves to (bin 0 is the workspace's low end of an axis, the last bin its high end; "
+            f"a gripper bin of {mid} or more closes it, below opens)."
+        )
     return (
         f"You control a robot gripper over a table.{views} Reply with "
         f"{per}: four bins 0..{cfg.n_bins - 1} for dx dy dz gripper "
@@ -230,6 +237,7 @@ class RobotWorld(World):
             reward=dict(r.reward),
             chunk=r.chunk,
             wrist_view=r.wrist_camera,
+            action_frame=r.action_frame,
         )
 
     def adapter(self) -> RobotAdapter:

@@ -1,0 +1,16 @@
+"""Suite-wide setup.
+
+Import order: triton's ``libtriton.so`` (loaded by ``torch._dynamo``, which transformers'
+generation code imports) segfaults when it is loaded after Mesa's EGL / OSMesa has been
+initialized in the same process (both bring their own LLVM). ``vlagent`` loads the policy before
+any MuJoCo renderer, so real runs never meet this; a test session that renders a scene before
+its first model load would. Loading it here first makes the suite independent of file order
+(e.g. ``pytest tests/embodied tests/vlagent/worlds/test_robot_world.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+if importlib.util.find_spec("triton") is not None:
+    import torch._dynamo  # noqa: F401
