@@ -148,3 +148,17 @@ def test_system_prompt_says_what_the_numbers_mean_in_each_frame() -> None:
     target = system_prompt(load_config("robot_sft", ["robot.action_frame=target"]).robot)
     assert "dx dy dz gripper" in delta and "no motion" in delta
     assert "x y z gripper" in target and "moves to" in target and "dx" not in target
+
+
+def test_measure_cli_records_the_frame_and_bins(mujoco_env, tmp_path) -> None:
+    import json
+
+    from embodied.measure import main
+
+    mujoco_env()  # skips without offscreen GL
+    out = tmp_path / "m.json"
+    args = ["--episodes", "2", "--kinds", "reach", "--image-size", "8", "--out", str(out)]
+    assert main([*args, "--action-frame", "target", "--bins", "256"]) == 0
+    report = json.loads(out.read_text())
+    assert report["config"]["action_frame"] == "target" and report["config"]["bins"] == 256
+    assert report["results"]["reach"]["scripted"]["successes"] == 2
