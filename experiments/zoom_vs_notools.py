@@ -292,9 +292,16 @@ def run_seed(seed: int, args: argparse.Namespace, keys: list[int]) -> dict[str, 
         res["sft"] = evaluate_stage(str(final), cfg, keys, oracle=True, pictures=args.pictures)
         log.info("seed %d %s sft: %s", seed, arm, res["sft"])
         cfg = arm_config(arm, "grpo", seed, args)
-        grpo = run_grpo(cfg)
-        res["grpo_run"] = _run_row(grpo, args.grpo_steps)
-        res["grpo"] = evaluate_stage(grpo.final_dir, cfg, keys, oracle=True, pictures=args.pictures)
+        grpo_final = Path(cfg.run.out_dir) / "final"
+        if args.reuse_grpo and grpo_final.is_dir():
+            log.info("seed %d %s: reusing %s", seed, arm, grpo_final)
+            res["grpo_run"] = {"steps": cfg.grpo.steps, "reused": str(grpo_final)}
+            final_dir = str(grpo_final)
+        else:
+            grpo = run_grpo(cfg)
+            res["grpo_run"] = _run_row(grpo, args.grpo_steps)
+            final_dir = grpo.final_dir
+        res["grpo"] = evaluate_stage(final_dir, cfg, keys, oracle=True, pictures=args.pictures)
         log.info("seed %d %s grpo: %s", seed, arm, res["grpo"])
         out[arm] = res
     return out
@@ -428,6 +435,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--set", nargs="*", default=[], help="extra dotted overrides for all stages")
     ap.add_argument("--grpo-set", nargs="*", default=[], help="extra overrides for GRPO only")
+    ap.add_argument(
+        "--reuse-grpo",
+        action="store_true",
+        help="evaluate an existing <arm>_<grpo-name>/final instead of training it again",
+    )
     ap.add_argument(
         "--grpo-name",
         default="grpo",

@@ -102,3 +102,39 @@ def test_zoom_table_reads_the_recorded_json():
         "| 2 | 0.0 [0.0, 1.9] | 0.0 [0.0, 1.9] | 0.5 [0.1, 2.8] | 0.0 [0.0, 1.9] | +0.0 |" in text
     )
     assert "| 0 | sft | 1.00 | 23.0 | 0.0 | 4.0 | 0.0 / 0.0 |" in text
+
+
+def test_zoom_reuse_grpo_evaluates_the_existing_checkpoint(tmp_path, monkeypatch):
+    """``--reuse-grpo`` evaluates ``<arm>_<grpo-name>/final`` without training it again;
+    without the flag GRPO trains and its own final folder is evaluated."""
+    import types
+
+    import experiments.zoom_vs_notools as zv
+    import vlagent.train.grpo
+    import vlagent.train.sft
+
+    root = tmp_path / "seed_0"
+    for d in ("notools_sft", "notools_grpo"):
+        (root / d / "final").mkdir(parents=True)
+    monkeypatch.setattr(vlagent.train.sft, "run_sft", lambda cfg: pytest.fail("trained SFT"))
+    monkeypatch.setattr(vlagent.train.grpo, "run_grpo", lambda cfg: pytest.fail("trained GRPO"))
+    seen: list[str] = []
+
+    def fake_eval(folder, cfg, keys, oracle, pictures=0):
+        seen.append(folder)
+        return {"free": {"accuracy": 0.5}}
+
+    monkeypatch.setattr(zv, "evaluate_stage", fake_eval)
+    kw = dict(work=str(tmp_path), arms="notools", reuse_sft=True, pictures=0)
+    out = zv.run_seed(0, _zoom_args(**kw, reuse_grpo=True), [1, 2])
+    grpo_final = str(root / "notools_grpo" / "final")
+    assert seen == [str(root / "notools_sft" / "final"), grpo_final]
+    assert out["notools"]["grpo_run"] == {"steps": 3, "reused": grpo_final}
+
+    trained = types.SimpleNamespace(
+        final_dir="/elsewhere/final", steps=3, train_seconds=1.0, stop_reason="steps"
+    )
+    monkeypatch.setattr(vlagent.train.grpo, "run_grpo", lambda cfg: trained)
+    seen.clear()
+    out = zv.run_seed(0, _zoom_args(**kw, reuse_grpo=False), [1, 2])
+    assert seen[-1] == "/elsewhere/final" and out["notools"]["grpo_run"]["steps"] == 3
