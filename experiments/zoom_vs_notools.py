@@ -330,15 +330,27 @@ def _acc_ci(acc: float, n: int) -> str:
 
 def table(paths: list[str]) -> str:
     """Markdown tables from the JSON files this driver wrote: held-out accuracy with 95 %
-    Wilson intervals per seed, arm and stage, then the zoom arm's probes."""
+    Wilson intervals per seed, arm and stage, then the zoom arm's probes. The arms of one seed
+    may come from different files (``--arms``); they must share the held-out screen count.
+
+    Raises:
+        ValueError: one seed's arm appears in two files, or its files differ in screen count.
+    """
     import json
 
-    runs = [json.loads(Path(p).read_text()) for p in paths]
-    rows = sorted(
-        (int(seed), run["setup"]["held_out_screens"], res)
-        for run in runs
-        for seed, res in run["seeds"].items()
-    )
+    merged: dict[int, tuple[int, dict[str, Any]]] = {}
+    for path in paths:
+        run = json.loads(Path(path).read_text())
+        n = run["setup"]["held_out_screens"]
+        for seed, res in run["seeds"].items():
+            m, arms = merged.setdefault(int(seed), (n, {}))
+            if m != n or set(arms) & set(res):
+                raise ValueError(
+                    f"--table: seed {seed} of {path} repeats an arm ({sorted(set(arms) & set(res))}) "
+                    f"or differs in held-out screens ({n} vs {m})"
+                )
+            arms.update(res)
+    rows = [(seed, n, res) for seed, (n, res) in sorted(merged.items())]
     out = "| seed | zoom: SFT | zoom: SFT + GRPO | no tools: SFT | no tools: SFT + GRPO |"
     out += " GRPO: zoom − no tools |\n|---:|---|---|---|---|---:|\n"
     for seed, n, res in rows:

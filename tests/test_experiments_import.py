@@ -138,3 +138,30 @@ def test_zoom_reuse_grpo_evaluates_the_existing_checkpoint(tmp_path, monkeypatch
     seen.clear()
     out = zv.run_seed(0, _zoom_args(**kw, reuse_grpo=False), [1, 2])
     assert seen[-1] == "/elsewhere/final" and out["notools"]["grpo_run"]["steps"] == 3
+
+
+def test_zoom_table_merges_the_arms_of_a_seed_across_files(tmp_path):
+    """``--arms`` runs write one arm per file; the table joins them by seed (the gap column
+    needs both) and refuses an arm recorded twice."""
+    import json
+
+    from experiments.zoom_vs_notools import table
+
+    def arm(acc_sft, acc_grpo):
+        free = dict(tool_calls=1.0, zoom_has_target=0.5, format_rate=1.0, over_limit_frac=0.0)
+        return {
+            "sft": {"free": {**free, "accuracy": acc_sft}},
+            "grpo": {"free": {**free, "accuracy": acc_grpo}},
+        }
+
+    def write(name, arms):
+        path = tmp_path / name
+        path.write_text(json.dumps({"setup": {"held_out_screens": 100}, "seeds": {"4": arms}}))
+        return str(path)
+
+    zoom = write("z.json", {"zoom": arm(0.2, 0.3)})
+    notools = write("n.json", {"notools": arm(0.05, 0.1)})
+    text = table([zoom, notools])
+    assert "| 4 | 20.0 [" in text and "| 10.0 [" in text and "| +20.0 |" in text
+    with pytest.raises(ValueError, match="seed 4 .* repeats an arm"):
+        table([zoom, write("z2.json", {"zoom": arm(0.1, 0.1)})])
