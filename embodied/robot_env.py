@@ -16,9 +16,10 @@ the first three name a goal point of the workspace (-1 = ``WORKSPACE_LO``, +1 =
 ``max_step`` metres per axis per step (it stops on the point). ``gripper > 0`` closes
 (grasping a cube inside the grasp region), ``<= 0`` opens. In the push task the gripper stays
 open whatever the action says and its fingers touch the cubes (:mod:`embodied.contact`), so a
-cube moves only by being pushed. In the press task the scene has buttons (``RobotScene(buttons=True)``), the gripper stays open and its fingers touch
-the button caps only; ``info["button"]`` names the button and ``info["button_travel"]`` is how
-far its cap is down (m).
+cube moves only by being pushed. In the press task the scene has buttons
+(``RobotScene(buttons=True)``), the gripper stays open and its fingers touch the button caps
+only; ``info["button"]`` names the button and ``info["button_travel"]`` is how far its cap is
+down (m).
 
 Rewards: ``info["reward_terms"]`` (see :data:`embodied.robot_actions.DEFAULT_REWARD`) sum to the
 reward. The episode terminates on success and is truncated after the task's ``max_steps``.
