@@ -17,6 +17,7 @@ def make_robot_env(
     chunk: int = 1,
     wrist_view: bool = False,
     action_frame: str = "delta",
+    cubes: int = 3,
 ) -> Any:
     """A gymnasium env of ``suite`` with our contract (image + proprio + instruction in,
     ``Box(-1, 1, (4,))`` out; ``ActionChunk`` of ``chunk`` steps when ``chunk`` > 1).
@@ -29,6 +30,7 @@ def make_robot_env(
         wrist_view: own only: add ``wrist_image`` (the gripper's camera, same size as ``image``).
         action_frame: own only: ``delta`` (moves) or ``target`` (goal points of the workspace,
             ``embodied.robot_env``).
+        cubes: own only: cubes on the table (1..3; the named one always among them).
 
     Raises:
         ValueError: an unknown suite, or ``wrist_view`` or the ``target`` frame with a suite
@@ -47,7 +49,10 @@ def make_robot_env(
             reward=reward,
             wrist_view=wrist_view,
             action_frame=action_frame,
+            cubes=cubes,
         )
+    elif cubes != 3:
+        raise ValueError(f"cubes is only available for suite 'own', not {suite!r}")
     elif wrist_view:
         raise ValueError(f"wrist_view is only available for suite 'own', not {suite!r}")
     elif action_frame != "delta":

@@ -58,7 +58,7 @@ from embodied.tasks import (
     n_tasks,
     task_distance,
 )
-from sim.robot import RobotScene, SceneSnapshot
+from sim.robot import CUBES, RobotScene, SceneSnapshot
 from sim.robot.render import MAX_SIDE
 from sim.robot.scene import FIXED_CAMERAS, WORKSPACE_HI, WORKSPACE_LO
 
@@ -72,6 +72,24 @@ def layout_seed(seed: int, task_id: int) -> int:
     return int(
         np.random.SeedSequence([int(seed) % 2**63, int(task_id) % 2**63]).generate_state(1)[0]
     )
+
+
+def cubes_on_table(named: str | None, n: int, scene_seed: int) -> tuple[str, ...]:
+    """The ``n`` cubes a scene shows: the named cube (None for ``press``) and others drawn from
+    ``scene_seed`` (its own stream, so the layout draws are the same at every ``n``).
+
+    >>> cubes_on_table("green", 3, 5)
+    ('red', 'green', 'blue')
+    >>> cubes_on_table("green", 1, 5)
+    ('green',)
+    """
+    if n >= len(CUBES):
+        return CUBES
+    others = [c for c in CUBES if c != named]
+    rng = np.random.default_rng([int(scene_seed) % 2**63, 1])
+    k = n - (named is not None)
+    chosen = {str(c) for c in rng.choice(others, size=k, replace=False)} if k else set()
+    return tuple(c for c in CUBES if c == named or c in chosen)
 
 
 SUBSTEPS = 40
@@ -115,6 +133,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         render_mode: str | None = None,
         wrist_view: bool = False,
         action_frame: str = "delta",
+        cubes: int = len(CUBES),
     ) -> None:
         """Args:
         task: the task kind.
@@ -128,6 +147,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         render_mode: None or ``rgb_array`` (``render()`` returns the ``image`` view).
         wrist_view: add ``wrist_image`` from the gripper's ``wrist`` camera (S x S as well).
         action_frame: ``delta`` (moves) or ``target`` (goal points), see the module docstring.
+        cubes: cubes on the table, 1..3: the named cube and ``cubes - 1`` others drawn from the
+            layout seed (the rest rest off camera; a curriculum's first rung is ``cubes=1``).
         """
         n_tasks(task)  # validates the kind
         if isinstance(image_size, bool) or not isinstance(image_size, int | np.integer):
@@ -153,6 +174,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             raise RobotTaskError(
                 f"action_frame must be one of {', '.join(ACTION_FRAMES)}, got {action_frame!r}"
             )
+        if isinstance(cubes, bool) or not isinstance(cubes, int) or not 1 <= cubes <= len(CUBES):
+            raise RobotTaskError(f"cubes must be an int in [1, {len(CUBES)}], got {cubes!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise RobotTaskError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.kind = task
@@ -163,6 +186,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         )
         self.wrist_view = wrist_view
         self.action_frame = action_frame
+        self.n_cubes = cubes
         self.proprio = bool(proprio)
         self.max_step = float(max_step)
         self.max_steps_override = max_steps
@@ -212,7 +236,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             task = dataclasses.replace(task, max_steps=self.max_steps_override)
         base = seed if seed is not None else int(self.np_random.integers(_SEED_SPACE))
         scene_seed = layout_seed(base, int(task_id))
-        self.scene.reset(scene_seed)
+        self.scene.reset(scene_seed, cubes_on_table(task.cube, self.n_cubes, scene_seed))
         self.task, self.task_id, self.steps = task, int(task_id), 0
         return self.observation(), self._info(is_success(self.scene, task))
 

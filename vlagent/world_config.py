@@ -506,6 +506,9 @@ class RobotConfig:
     workspace that the gripper heads to, an absolute end-effector position command)."""
     max_steps: int = 0
     """Env steps per episode (0: the task kind's own budget)."""
+    cubes: int = 3
+    """own suite: cubes on the table, 1..3 (the named one always among them; the others are
+    drawn per layout). ``1`` makes reach a localization task, the first rung of a curriculum."""
     reward: dict[str, float] = dataclasses.field(
         default_factory=lambda: {
             "success": 1.0,
@@ -574,6 +577,16 @@ class RobotConfig:
             self.action_frame == "delta" or self.suite == "own",
             "robot.action_frame",
             f"target is only available for the own suite; {self.suite!r} actions are moves",
+        )
+        _check(
+            type(self.cubes) is int and 1 <= self.cubes <= 3,
+            "robot.cubes",
+            f"must be an int in [1, 3], got {self.cubes!r}",
+        )
+        _check(
+            self.cubes == 3 or self.suite == "own",
+            "robot.cubes",
+            f"is only available for the own suite, not {self.suite!r}",
         )
         _check(2 <= self.n_bins <= 1024, "robot.n_bins", f"must be in [2, 1024], got {self.n_bins}")
         _check(

@@ -27,6 +27,7 @@ CUBE_HALF = 0.02  # cube half side, m
 ZONE_HALF = 0.05  # target zone half side, m
 TABLE_HALF = 0.35  # table half side, m
 FINGER_TIP = 0.01  # m, the fingers' lowest point below the end effector (gripper origin)
+FLOOR_Z = -0.4  # m, the floor plane under the table (where cubes left off the table rest)
 
 CUBE_RGBA = {"red": "0.85 0.1 0.1 1", "green": "0.1 0.75 0.15 1", "blue": "0.1 0.2 0.85 1"}
 ZONE_RGBA = {"green": "0.45 0.9 0.45 1", "blue": "0.45 0.55 0.95 1"}
@@ -103,7 +104,7 @@ def scene_xml(buttons: bool = False) -> str:
     <light name="top" pos="0 0 1.5" dir="0 0 -1" diffuse="0.8 0.8 0.8" castshadow="false"/>
     <camera name="front" pos="0 -0.62 0.52" xyaxes="1 0 0 0 0.64 0.77"/>
     <camera name="top" pos="0 0 0.75" xyaxes="1 0 0 0 1 0"/>
-    <geom name="floor" type="plane" pos="0 0 -0.4" size="2 2 0.1" rgba="0.3 0.3 0.3 1"/>
+    <geom name="floor" type="plane" pos="0 0 {FLOOR_Z}" size="2 2 0.1" rgba="0.3 0.3 0.3 1"/>
     <geom name="table" type="box" pos="0 0 -0.02" size="{TABLE_HALF} {TABLE_HALF} 0.02"
           rgba="0.75 0.65 0.5 1" friction="1 0.01 0.001"/>
     <body name="gripper" mocap="true" pos="0 0 0.15">

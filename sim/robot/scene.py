@@ -28,6 +28,7 @@ from sim.robot.mjcf import (  # noqa: E402
     BUTTON_TOP,
     CUBE_HALF,
     CUBE_RGBA,
+    FLOOR_Z,
     HOUSING_RADIUS,
     ZONE_HALF,
     ZONE_RGBA,
@@ -47,6 +48,9 @@ GRASP_XY, GRASP_Z = 0.025, 0.035  # grasp region half extents around the end eff
 EE_HOME = np.array([0.0, 0.0, 0.15])
 BUTTON_ZONE_SEP = ZONE_HALF + HOUSING_RADIUS + 0.005  # m, inf-norm, button centre to zone centre
 BUTTON_CUBE_SEP = HOUSING_RADIUS + CUBE_HALF * 2**0.5 + 0.01  # m, clear of a cube at any yaw
+PARK_XY = ((1.0, -1.5), (1.2, -1.5), (1.4, -1.5))
+"""Where cubes left off the table rest (one spot per cube of ``CUBES``): on the floor, behind the
+front camera and outside the top camera's view, so no fixed camera sees them (tested)."""
 _STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # time, qpos, qvel, act, warmstart, mocap, eq
 
 
@@ -96,8 +100,19 @@ class RobotScene:
         return tuple(f"button_{b}" for b in self.buttons)
 
     # ----------------------------------------------------------------------------- reset
-    def reset(self, seed: int) -> None:
-        """Place zones and cubes at seeded, non-overlapping xy positions; same seed, same state."""
+    def reset(self, seed: int, cubes: Sequence[str] | None = None) -> None:
+        """Place zones and cubes at seeded, non-overlapping xy positions; same seed, same state.
+
+        ``cubes`` names the cubes on the table (None: all of ``CUBES``); the others rest on the
+        floor at ``PARK_XY``, out of every fixed camera's view. The seeded draws do not depend
+        on ``cubes``: a cube on the table sits where it sits in the full scene of that seed.
+        """
+        on_table = CUBES if cubes is None else tuple(cubes)
+        unknown = [c for c in on_table if c not in CUBES]
+        if unknown or len(set(on_table)) != len(on_table):
+            raise RobotSceneError(
+                f"cubes must be distinct names of {list(CUBES)}, got {list(on_table)}"
+            )
         rng = np.random.default_rng(seed)
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)
@@ -115,7 +130,10 @@ class RobotScene:
         for i, xy in enumerate(cubes):
             yaw = rng.uniform(0.0, np.pi / 2)
             a = self._qadr[i]
-            d.qpos[a : a + 3] = [xy[0], xy[1], CUBE_HALF]
+            if CUBES[i] in on_table:
+                d.qpos[a : a + 3] = [xy[0], xy[1], CUBE_HALF]
+            else:
+                d.qpos[a : a + 3] = [*PARK_XY[i], FLOOR_Z + CUBE_HALF]
             d.qpos[a + 3 : a + 7] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
         # buttons draw after everything else, so the other objects' layout is the same as in
         # the scene without buttons at every seed

@@ -238,6 +238,7 @@ class RobotWorld(World):
             chunk=r.chunk,
             wrist_view=r.wrist_camera,
             action_frame=r.action_frame,
+            cubes=r.cubes,
         )
 
     def adapter(self) -> RobotAdapter:
