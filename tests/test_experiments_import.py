@@ -165,3 +165,54 @@ def test_zoom_table_merges_the_arms_of_a_seed_across_files(tmp_path):
     assert "| 4 | 20.0 [" in text and "| 10.0 [" in text and "| +20.0 |" in text
     with pytest.raises(ValueError, match="seed 4 .* repeats an arm"):
         table([zoom, write("z2.json", {"zoom": arm(0.1, 0.1)})])
+
+
+def test_sft_vs_grpo_chains_warmup_sft_grpo_and_scores_both(tmp_path, monkeypatch):
+    """Which checkpoint each stage starts from, which overrides reach which stage, and which
+    checkpoints are scored: a one-line slip (GRPO from the warm-up, the SFT overrides in GRPO)
+    breaks it."""
+    from types import SimpleNamespace
+
+    import experiments.sft_vs_grpo as sv
+
+    calls: list[tuple[str, str, dict]] = []
+
+    def fake_sft(cfg):
+        calls.append(("sft", cfg.model.path, {"cubes": cfg.robot.cubes, "out": cfg.run.out_dir}))
+        return SimpleNamespace(steps=5, final_dir=cfg.run.out_dir + "/final")
+
+    def fake_grpo(cfg):
+        calls.append(("grpo", cfg.model.path, {"cubes": cfg.robot.cubes, "lr": cfg.grpo.lr}))
+        return SimpleNamespace(steps=3, final_dir=cfg.run.out_dir + "/final")
+
+    scored: list[str] = []
+
+    def fake_held_out(path, cfg, n):
+        scored.append(path)
+        ok = 0.5 if path.endswith("grpo/final") else 0.2
+        return {"n": n, "success": ok, "ci_low": 0.0, "ci_high": 1.0}
+
+    monkeypatch.setattr(sv, "run_sft", fake_sft)
+    monkeypatch.setattr(sv, "run_grpo", fake_grpo)
+    monkeypatch.setattr(sv, "held_out", fake_held_out)
+    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+    out = tmp_path / "r.json"
+    argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "4",
+            "--episodes", "7", "--out", str(tmp_path), "--json", str(out),
+            "--warmup-set", "robot.cubes=1", "--sft-set", "robot.cubes=2",
+            "--grpo-set", "grpo.lr=0.5", "--", "robot.task=reach"]  # fmt: skip
+    assert sv.main(argv) == 0
+    root = str(tmp_path / "seed_4")
+    assert [(c[0], c[1]) for c in calls] == [
+        ("sft", root + "/model"),
+        ("sft", root + "/warmup/final"),
+        ("grpo", root + "/sft/final"),
+    ]
+    assert [c[2]["cubes"] for c in calls] == [1, 2, 3]  # each stage's own overrides only
+    assert calls[2][2]["lr"] == 0.5
+    assert scored == [root + "/sft/final", root + "/grpo/final"]
+    import json
+
+    rec = json.loads(out.read_text())
+    assert rec["rows"][0]["sft"]["success"] == 0.2 and rec["rows"][0]["grpo"]["success"] == 0.5
+    assert abs(rec["mean_gain"] - 0.3) < 1e-9 and rec["warmup_set"] == ["robot.cubes=1"]
