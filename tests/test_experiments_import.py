@@ -200,7 +200,7 @@ def test_sft_vs_grpo_chains_warmup_sft_grpo_and_scores_both(tmp_path, monkeypatc
     argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "4",
             "--episodes", "7", "--out", str(tmp_path), "--json", str(out),
             "--warmup-set", "robot.cubes=1", "--sft-set", "robot.cubes=2",
-            "--grpo-set", "grpo.lr=0.5", "--", "robot.task=reach"]  # fmt: skip
+            "--grpo-set", "grpo.lr=0.5", "--", "robot.task=reach", "robot.cubes=3"]  # fmt: skip
     assert sv.main(argv) == 0
     root = str(tmp_path / "seed_4")
     assert [(c[0], c[1]) for c in calls] == [
