@@ -495,7 +495,8 @@ class RobotConfig:
     chunk: int = 1
     """Actions per model call (k); the env runs them one after another (``embodied.ActionChunk``)."""
     action_style: str = "digits"
-    """How a bin is written: digits (``"128 0 255 0"``) | tokens (one reserved token per bin)."""
+    """How a bin is written: digits (``"128 0 255 0"``) | padded (zero-padded to a fixed width,
+    ``"128 000 255 000"``: one place value per digit) | tokens (one reserved token per bin)."""
     n_bins: int = 256
     """Uniform bins per action dimension over [-1, 1] (OpenVLA: 256)."""
     max_step: float = 0.05
@@ -564,9 +565,9 @@ class RobotConfig:
         )
         _check(1 <= self.chunk <= 16, "robot.chunk", f"must be in [1, 16], got {self.chunk}")
         _check(
-            self.action_style in ("digits", "tokens"),
+            self.action_style in ("digits", "padded", "tokens"),
             "robot.action_style",
-            f"{self.action_style!r} is unknown; use digits or tokens",
+            f"{self.action_style!r} is unknown; use digits, padded or tokens",
         )
         _check(
             self.action_frame in ("delta", "target"),

@@ -22,6 +22,11 @@ Styles (:class:`RobotActionCodec`), for a chunk of ``chunk`` actions of ``dims``
             the no-op ``"128 128 128 128"`` (tiny and real Qwen tokenizers alike), against 4 in
             the ``tokens`` style. Leading zeros are read (``"007"`` is 7); Unicode digits (``"١٢"``), signs,
             decimals, other separators or any other text make the output invalid.
+``padded``  ``digits`` with every bin written at full width, zero-padded (``"012 255 000 130"``
+            for 256 bins): each digit has one place value, so the first digit of a number
+            always means the same coarse range (with ``digits`` a first ``5`` may be 5, 5x or
+            5xx). Read by the ``digits`` grammar (leading zeros are read); 15 tokens per 4-dim
+            action.
 ``tokens``  one token per bin: the ``n_bins`` last ordinary (not special, not added) ids of the
             tokenizer's vocabulary, OpenVLA's "least used" tokens; bin ``b`` is the ``b``-th of
             them in ascending id order. :meth:`RobotActionCodec.render_ids` gives the ids,
@@ -50,8 +55,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-ActionTextStyle = Literal["digits", "tokens"]
-ACTION_TEXT_STYLES: tuple[ActionTextStyle, ...] = ("digits", "tokens")
+ActionTextStyle = Literal["digits", "padded", "tokens"]
+ACTION_TEXT_STYLES: tuple[ActionTextStyle, ...] = ("digits", "padded", "tokens")
 
 _MAX_TEXT = 20_000  # longest text looked at; anything longer is invalid before any scan
 _EXTRA_IDS = 64  # trailing special ids tolerated after the action ids
@@ -229,8 +234,9 @@ class RobotActionCodec:
             ValueError: wrong shape or NaN (demonstrations must be real actions).
         """
         b = self._to_bins(actions)
-        if self.style == "digits":
-            return ";".join(" ".join(str(int(v)) for v in row) for row in b)
+        if self.style in ("digits", "padded"):
+            w = self._width if self.style == "padded" else 0
+            return ";".join(" ".join(str(int(v)).zfill(w) for v in row) for row in b)
         ids = [self.token_ids[int(v)] for v in b.reshape(-1)]
         return self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
 
@@ -270,7 +276,7 @@ class RobotActionCodec:
             return self._invalid(f"reply must be text, got {type(text).__name__}")
         if len(text) > _MAX_TEXT:
             return self._invalid(f"reply is {len(text)} characters, longer than {_MAX_TEXT}")
-        if self.style == "digits":
+        if self.style in ("digits", "padded"):
             return self._parse_digits(text)
         return self._parse_token_text(text)
 

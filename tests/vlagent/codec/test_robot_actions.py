@@ -113,7 +113,7 @@ def _codec(style: str, chunk: int, tok) -> RobotActionCodec:
     return RobotActionCodec(chunk=chunk, style=style, tokenizer=tok if style == "tokens" else None)
 
 
-@pytest.mark.parametrize("style", ["digits", "tokens"])
+@pytest.mark.parametrize("style", ["digits", "padded", "tokens"])
 @pytest.mark.parametrize("chunk", [1, 4])
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
@@ -141,6 +141,20 @@ def test_digits_grammar():
     np.testing.assert_array_equal(p.bins, [[0, 255, 128, 192], [12, 64, 160, 254]])
     assert RobotActionCodec().parse("007 0 0 0").bins.tolist() == [[7, 0, 0, 0]]
     assert RobotActionCodec().render(np.zeros(4)) == "128 128 128 128"
+
+
+def test_padded_grammar_has_one_place_value_per_digit():
+    codec = RobotActionCodec(chunk=2, style="padded")
+    a = np.array([[-1.0, 1.0, 0.0, 0.5], [-0.9, -0.5, 0.25, 0.99]])
+    assert codec.render(a) == "000 255 128 192;012 064 160 254"
+    np.testing.assert_array_equal(
+        codec.parse(codec.render(a)).bins, [[0, 255, 128, 192], [12, 64, 160, 254]]
+    )
+    assert RobotActionCodec(n_bins=1000, style="padded").render(np.full(4, -0.99)) == (
+        "005 005 005 005"
+    )
+    assert RobotActionCodec(n_bins=32, style="padded").render(np.full(4, -1.0)) == "00 00 00 00"
+    assert RobotActionCodec(style="padded").parse("0007 0 0 0").invalid  # wider than a bin
 
 
 def test_render_refuses_bad_actions():
@@ -222,7 +236,7 @@ def test_hostile_token_ids_are_invalid(tok):
     assert not ok.invalid and ok.bins.tolist() == [[0, 255, 0, 255]]
 
 
-@pytest.mark.parametrize("style", ["digits", "tokens"])
+@pytest.mark.parametrize("style", ["digits", "padded", "tokens"])
 @pytest.mark.parametrize("chunk", [1, 4])
 def test_fuzz_corpus_never_raises(tok, style, chunk):
     codec = _codec(style, chunk, tok)

@@ -35,7 +35,7 @@ def _demo(world, split: str, n: int, **kw) -> list[Trajectory]:
     return trajs
 
 
-@pytest.mark.parametrize("style", ["digits", "tokens"])
+@pytest.mark.parametrize("style", ["digits", "padded", "tokens"])
 @pytest.mark.parametrize("chunk", [1, 2])
 def test_scripted_demonstrations_succeed_through_the_codec(policy, style, chunk) -> None:
     """The demonstrator's text (or ids) is read back by the adapter into the env's actions: if
