@@ -57,6 +57,7 @@ VLAGENT_LAYERS = [
     "io",
     "algo_config",
     "world_config",
+    "robot_config",
     "screen_config",
     "config",
     "algos",

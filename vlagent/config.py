@@ -16,8 +16,9 @@ from typing import Any
 
 from vlagent.algo_config import PRESETS, GRPOConfig, LoRAConfig
 from vlagent.errors import ConfigError
+from vlagent.robot_config import RobotConfig
 from vlagent.screen_config import DesktopConfig, WebConfig
-from vlagent.world_config import AppsConfig, LoopConfig, RobotConfig, TaskConfig, ToolsConfig
+from vlagent.world_config import AppsConfig, LoopConfig, TaskConfig, ToolsConfig
 
 __all__ = [
     "AppsConfig",

@@ -138,7 +138,7 @@ def test_bad_cube_counts_are_refused(bad: object) -> None:
 def test_config_and_factory_refuse_cubes_off_the_own_suite() -> None:
     from embodied.factory import make_robot_env
     from vlagent.config import ConfigError
-    from vlagent.world_config import RobotConfig
+    from vlagent.robot_config import RobotConfig
 
     assert RobotConfig(cubes=1).cubes == 1
     with pytest.raises(ConfigError, match="robot.cubes"):

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from vlagent.codec.robot_actions import RobotActionCodec
+from vlagent.robot_config import RobotConfig
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
-from vlagent.world_config import RobotConfig
 from vlagent.worlds.base import Split, World, save_episode_record
 from vlagent.worlds.pool import EnvPool
 
