@@ -148,7 +148,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         wrist_view: add ``wrist_image`` from the gripper's ``wrist`` camera (S x S as well).
         action_frame: ``delta`` (moves) or ``target`` (goal points), see the module docstring.
         cubes: cubes on the table, 1..3: the named cube and ``cubes - 1`` others drawn from the
-            layout seed (the rest rest off camera; a curriculum's first rung is ``cubes=1``).
+            layout seed (the others lie on the floor, off camera; ``cubes=1`` is a curriculum's
+            first rung).
         """
         n_tasks(task)  # validates the kind
         if isinstance(image_size, bool) or not isinstance(image_size, int | np.integer):
