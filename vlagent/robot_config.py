@@ -6,13 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from vlagent.errors import ConfigError
-
-
-def _check(cond: bool, field: str, msg: str) -> None:
-    if not cond:
-        raise ConfigError(f"{field}: {msg}")
-
+from vlagent.world_config import _check
 
 ROBOT_SUITES = ("own", "metaworld", "libero")
 ROBOT_TASKS = ("reach", "push", "pick_place", "press")

@@ -153,7 +153,8 @@ class ScriptedDemonstrator:
             if ended:  # the env stops a chunk at the episode's end: the rest is never run
                 chunk.append(chunk[-1])
                 continue
-            chunk.append(act(u.observation() if hasattr(u, "observation") else obs))
+            # every act() reads privileged state or the file, never its argument: no render here
+            chunk.append(act(obs))
             step = u.step(bins.centres(bins.to_bins(np.asarray(chunk[-1]))))  # as the env sees it
             ended = bool(step[2] or step[3])
         if ended:  # the episode ends with this turn: release the twin's simulator now
