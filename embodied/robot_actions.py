@@ -20,17 +20,29 @@ ACTION_FRAMES: tuple[str, ...] = ("delta", "target")
 ``target``: a goal point of the workspace (-1 = ``lo``, +1 = ``hi`` per axis) that the end
 effector moves towards by at most ``max_step`` per axis (an absolute end-effector position
 command, as in position-controlled arms)."""
-REWARD_TERMS: tuple[str, ...] = ("success", "distance", "grasp", "invalid_action")
+REWARD_TERMS: tuple[str, ...] = ("success", "distance", "proximity", "grasp", "invalid_action")
 DEFAULT_REWARD: dict[str, float] = {
     "success": 1.0,
     "distance": 0.0,
+    "proximity": 0.0,
     "grasp": 0.0,
     "invalid_action": 0.0,
 }
 """Weights of the reward terms. Each term is ``weight * signal``: success 1 / 0; distance the
-decrease of :func:`embodied.tasks.task_distance` over the step (m); grasp +1 when the named cube
-becomes held, -1 when it is let go; invalid_action 1 on an invalid action (so a penalty is a
-negative weight)."""
+decrease of :func:`embodied.tasks.task_distance` over the step (m); proximity the increase of
+:func:`proximity` of that distance over the step (a Gaussian potential: an episode's terms sum
+to ``proximity(final) - proximity(start)``, so near misses score far above far ones, GUI-G²'s
+Gaussian point reward carried to 3-D); grasp +1 when the named cube becomes held, -1 when it is
+let go; invalid_action 1 on an invalid action (so a penalty is a negative weight)."""
+
+PROXIMITY_SCALE = 0.03
+"""m, the Gaussian's standard deviation in :func:`proximity`: two reach tolerances, so a miss by
+1 cm scores 0.95, by 3 cm 0.61, by 6 cm 0.14."""
+
+
+def proximity(distance: float, scale: float = PROXIMITY_SCALE) -> float:
+    """``exp(-distance² / (2 scale²))``, in (0, 1]: 1 on the goal. ``distance`` and ``scale`` in m."""
+    return math.exp(-0.5 * (float(distance) / scale) ** 2)
 
 
 def parse_action(action: Any) -> tuple[np.ndarray | None, str]:

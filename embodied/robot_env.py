@@ -44,6 +44,7 @@ from embodied.contact import enable_pusher
 from embodied.robot_actions import (
     ACTION_FRAMES,
     parse_action,
+    proximity,
     reward_weights,
     step_towards,
     target_point,
@@ -255,15 +256,18 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         if task.kind in ("push", "press"):
             command[3] = -1.0  # the pusher (and presser) never closes
         # shaping signals cost ~0.2 ms a step: computed only when their weight is not 0
-        shape_dist, shape_grasp = self.weights["distance"] != 0, self.weights["grasp"] != 0
+        shape_dist = self.weights["distance"] != 0 or self.weights["proximity"] != 0
+        shape_grasp = self.weights["grasp"] != 0
         before_dist = self._distance() if shape_dist else 0.0
         before_held = is_holding(scene, task) if shape_grasp else False
         scene.apply(command)
         self.steps += 1
         success = is_success(scene, task)
+        after_dist = self._distance() if shape_dist else 0.0
         signals = {
             "success": float(success),
-            "distance": before_dist - self._distance() if shape_dist else 0.0,
+            "distance": before_dist - after_dist,
+            "proximity": proximity(after_dist) - proximity(before_dist) if shape_dist else 0.0,
             "grasp": float(is_holding(scene, task)) - float(before_held) if shape_grasp else 0.0,
             "invalid_action": float(invalid),
         }

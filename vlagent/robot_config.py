@@ -10,7 +10,7 @@ from vlagent.world_config import _check
 
 ROBOT_SUITES = ("own", "metaworld", "libero")
 ROBOT_TASKS = ("reach", "push", "pick_place", "press")
-ROBOT_REWARD_TERMS = ("success", "distance", "grasp", "invalid_action")
+ROBOT_REWARD_TERMS = ("success", "distance", "proximity", "grasp", "invalid_action")
 
 
 @dataclasses.dataclass
@@ -56,12 +56,14 @@ class RobotConfig:
         default_factory=lambda: {
             "success": 1.0,
             "distance": 0.0,
+            "proximity": 0.0,
             "grasp": 0.0,
             "invalid_action": 0.0,
         }
     )
-    """Weights of the env's reward terms (binary success, dense distance / grasp shaping, the
-    invalid-action penalty as a negative weight). The trainer reads ``info["reward_terms"]``."""
+    """Weights of the env's reward terms: binary success, dense distance / proximity / grasp
+    shaping, the invalid-action penalty as a negative weight (``embodied.robot_actions``'s
+    ``DEFAULT_REWARD`` defines each signal). The trainer reads ``info["reward_terms"]``."""
 
     demo_file: str = ""
     """SFT from recorded demonstrations instead of the scripted controller: a LeRobot v2.x
