@@ -189,11 +189,12 @@ def test_invalid_action_penalty_defaults_to_zero_and_valid_actions_are_not_penal
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_reward_terms_sum_exactly_and_shaping_signs(kind: str) -> None:
-    weights = {"success": 2.0, "distance": 3.0, "grasp": 0.5, "invalid_action": -0.1}
+    weights = {"success": 2.0, "distance": 3.0, "proximity": 1.5, "grasp": 0.5}
+    weights["invalid_action"] = -0.1
     env = RobotEnv(kind, image_size=S, reward=weights)
     controller = ScriptedController(env)
     obs, _ = env.reset(seed=7, options={"task_id": 2})
-    rewards, grasps, distances = [], [], []
+    rewards, grasps, distances, proximities = [], [], [], []
     while True:
         obs, reward, terminated, truncated, info = env.step(controller.act(obs))
         terms = info["reward_terms"]
@@ -202,10 +203,13 @@ def test_reward_terms_sum_exactly_and_shaping_signs(kind: str) -> None:
         rewards.append(reward)
         grasps.append(terms["grasp"])
         distances.append(terms["distance"])
+        proximities.append(terms["proximity"])
         if terminated or truncated:
             break
     assert info["success"] and terminated and terms["success"] == 2.0
     assert sum(distances) > 0, "the scripted path makes progress"
+    if kind == "reach":  # ends within 1.5 cm of the goal: the Gaussian potential rose
+        assert sum(proximities) > 0.5 * 1.5
     if kind != "push":  # straight to the cube (push first goes behind it)
         assert distances[0] > 0, "the first scripted step moves closer"
     if kind == "pick_place":
