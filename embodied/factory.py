@@ -18,6 +18,7 @@ def make_robot_env(
     wrist_view: bool = False,
     action_frame: str = "delta",
     cubes: int = 3,
+    zones: int = 2,
 ) -> Any:
     """A gymnasium env of ``suite`` with our contract (image + proprio + instruction in,
     ``Box(-1, 1, (4,))`` out; ``ActionChunk`` of ``chunk`` steps when ``chunk`` > 1).
@@ -31,10 +32,11 @@ def make_robot_env(
         action_frame: own only: ``delta`` (moves) or ``target`` (goal points of the workspace,
             ``embodied.robot_env``).
         cubes: own only: cubes on the table (1..3; the named one always among them).
+        zones: own only: target zones on the table (1..2; the named one always among them).
 
     Raises:
-        ValueError: an unknown suite, or ``wrist_view`` or the ``target`` frame with a suite
-            other than ``own``.
+        ValueError: an unknown suite, or ``wrist_view``, the ``target`` frame, ``cubes`` or
+            ``zones`` other than their defaults with a suite other than ``own``.
         EmbodiedSuiteMissing: the suite's package is not installed (names the install command).
     """
     if suite == "own":
@@ -50,9 +52,12 @@ def make_robot_env(
             wrist_view=wrist_view,
             action_frame=action_frame,
             cubes=cubes,
+            zones=zones,
         )
     elif cubes != 3:
         raise ValueError(f"cubes is only available for suite 'own', not {suite!r}")
+    elif zones != 2:
+        raise ValueError(f"zones is only available for suite 'own', not {suite!r}")
     elif wrist_view:
         raise ValueError(f"wrist_view is only available for suite 'own', not {suite!r}")
     elif action_frame != "delta":

@@ -59,7 +59,7 @@ from embodied.tasks import (
     n_tasks,
     task_distance,
 )
-from sim.robot import CUBES, RobotScene, SceneSnapshot
+from sim.robot import CUBES, ZONES, RobotScene, SceneSnapshot
 from sim.robot.render import MAX_SIDE
 from sim.robot.scene import FIXED_CAMERAS, WORKSPACE_HI, WORKSPACE_LO
 
@@ -91,6 +91,27 @@ def cubes_on_table(named: str | None, n: int, scene_seed: int) -> tuple[str, ...
     k = n - (named is not None)
     chosen = {str(c) for c in rng.choice(others, size=k, replace=False)} if k else set()
     return tuple(c for c in CUBES if c == named or c in chosen)
+
+
+def zones_on_table(named: str | None, n: int, scene_seed: int) -> tuple[str, ...]:
+    """The ``n`` zones a scene shows: the named zone (None for ``reach`` and ``press``) and
+    others drawn from ``scene_seed`` (a stream of its own, apart from :func:`cubes_on_table`'s,
+    so the layout draws and the cubes' choice are the same at every ``n``).
+
+    >>> zones_on_table("blue", 2, 5)
+    ('green', 'blue')
+    >>> zones_on_table("blue", 1, 5)
+    ('blue',)
+    >>> [zones_on_table(None, 1, s)[0] for s in range(3, 8)]  # reach and press name no zone
+    ['blue', 'green', 'blue', 'blue', 'green']
+    """
+    if n >= len(ZONES):
+        return ZONES
+    others = [z for z in ZONES if z != named]
+    rng = np.random.default_rng([int(scene_seed) % 2**63, 2])
+    k = n - (named is not None)
+    chosen = {str(z) for z in rng.choice(others, size=k, replace=False)} if k else set()
+    return tuple(z for z in ZONES if z == named or z in chosen)
 
 
 SUBSTEPS = 40
@@ -135,6 +156,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         wrist_view: bool = False,
         action_frame: str = "delta",
         cubes: int = len(CUBES),
+        zones: int = len(ZONES),
     ) -> None:
         """Args:
         task: the task kind.
@@ -151,6 +173,10 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         cubes: cubes on the table, 1..3: the named cube and ``cubes - 1`` others drawn from the
             layout seed (the others lie on the floor, off camera; ``cubes=1`` is a curriculum's
             first rung).
+        zones: target zones on the table, 1..2 (``len(ZONES)``): the named zone (push,
+            pick_place) and ``zones - 1`` others drawn from the layout seed, or for reach and
+            press (no named zone) ``zones`` drawn ones; the others lie on the floor, off camera
+            (``zones=1`` makes push / pick_place a one-zone task).
         """
         n_tasks(task)  # validates the kind
         if isinstance(image_size, bool) or not isinstance(image_size, int | np.integer):
@@ -178,6 +204,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             )
         if isinstance(cubes, bool) or not isinstance(cubes, int) or not 1 <= cubes <= len(CUBES):
             raise RobotTaskError(f"cubes must be an int in [1, {len(CUBES)}], got {cubes!r}")
+        if isinstance(zones, bool) or not isinstance(zones, int) or not 1 <= zones <= len(ZONES):
+            raise RobotTaskError(f"zones must be an int in [1, {len(ZONES)}], got {zones!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise RobotTaskError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.kind = task
@@ -189,6 +217,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self.wrist_view = wrist_view
         self.action_frame = action_frame
         self.n_cubes = cubes
+        self.n_zones = zones
         self.proprio = bool(proprio)
         self.max_step = float(max_step)
         self.max_steps_override = max_steps
@@ -238,7 +267,11 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             task = dataclasses.replace(task, max_steps=self.max_steps_override)
         base = seed if seed is not None else int(self.np_random.integers(_SEED_SPACE))
         scene_seed = layout_seed(base, int(task_id))
-        self.scene.reset(scene_seed, cubes_on_table(task.cube, self.n_cubes, scene_seed))
+        self.scene.reset(
+            scene_seed,
+            cubes=cubes_on_table(task.cube, self.n_cubes, scene_seed),
+            zones=zones_on_table(task.zone, self.n_zones, scene_seed),
+        )
         self.task, self.task_id, self.steps = task, int(task_id), 0
         return self.observation(), self._info(is_success(self.scene, task))
 

@@ -52,6 +52,10 @@ class RobotConfig:
     cubes: int = 3
     """own suite: cubes on the table, 1..3 (the named one always among them; the others are
     drawn per layout). ``1`` makes reach a localization task, the first rung of a curriculum."""
+    zones: int = 2
+    """own suite: target zones on the table, 1..2 (push and pick_place: the named one always
+    among them; the others are drawn per layout and lie off camera). ``1`` makes push /
+    pick_place a one-zone task."""
     reward: dict[str, float] = dataclasses.field(
         default_factory=lambda: {
             "success": 1.0,
@@ -131,6 +135,16 @@ class RobotConfig:
         _check(
             self.cubes == 3 or self.suite == "own",
             "robot.cubes",
+            f"is only available for the own suite, not {self.suite!r}",
+        )
+        _check(
+            type(self.zones) is int and 1 <= self.zones <= 2,
+            "robot.zones",
+            f"must be an int in [1, 2], got {self.zones!r}",
+        )
+        _check(
+            self.zones == 2 or self.suite == "own",
+            "robot.zones",
             f"is only available for the own suite, not {self.suite!r}",
         )
         _check(2 <= self.n_bins <= 1024, "robot.n_bins", f"must be in [2, 1024], got {self.n_bins}")

@@ -27,7 +27,7 @@ CUBE_HALF = 0.02  # cube half side, m
 ZONE_HALF = 0.05  # target zone half side, m
 TABLE_HALF = 0.35  # table half side, m
 FINGER_TIP = 0.01  # m, the fingers' lowest point below the end effector (gripper origin)
-FLOOR_Z = -0.4  # m, the floor plane under the table (where cubes left off the table rest)
+FLOOR_Z = -0.4  # m, the floor plane under the table (where cubes and zones off the table rest)
 
 CUBE_RGBA = {"red": "0.85 0.1 0.1 1", "green": "0.1 0.75 0.15 1", "blue": "0.1 0.2 0.85 1"}
 ZONE_RGBA = {"green": "0.45 0.9 0.45 1", "blue": "0.45 0.55 0.95 1"}

@@ -51,6 +51,10 @@ BUTTON_CUBE_SEP = HOUSING_RADIUS + CUBE_HALF * 2**0.5 + 0.01  # m, clear of a cu
 PARK_XY = ((1.0, -1.5), (1.2, -1.5), (1.4, -1.5))
 """Where cubes left off the table rest (one spot per cube of ``CUBES``): on the floor, behind the
 front camera and outside the top camera's view, so no fixed camera sees them (tested)."""
+PARK_ZONE_XY = ((-1.0, -1.5), (-1.2, -1.5))
+"""Where zones left off the table lie (one spot per zone of ``ZONES``): on the floor, behind the
+front camera and outside the top camera's view (tested), away from ``PARK_XY`` so a parked cube
+never lies over a parked zone."""
 _STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION  # time, qpos, qvel, act, warmstart, mocap, eq
 
 
@@ -100,12 +104,20 @@ class RobotScene:
         return tuple(f"button_{b}" for b in self.buttons)
 
     # ----------------------------------------------------------------------------- reset
-    def reset(self, seed: int, cubes: Sequence[str] | None = None) -> None:
+    def reset(
+        self,
+        seed: int,
+        cubes: Sequence[str] | None = None,
+        zones: Sequence[str] | None = None,
+    ) -> None:
         """Place zones and cubes at seeded, non-overlapping xy positions; same seed, same state.
 
         ``cubes`` names the cubes on the table (None: all of ``CUBES``); the others rest on the
-        floor at ``PARK_XY``, out of every fixed camera's view. The seeded draws do not depend
-        on ``cubes``: a cube on the table sits where it sits in the full scene of that seed.
+        floor at ``PARK_XY``, out of every fixed camera's view. ``zones`` likewise names the
+        zones on the table (None: all of ``ZONES``); the others lie on the floor at
+        ``PARK_ZONE_XY``. The seeded draws do not depend on ``cubes`` or ``zones``: an object on
+        the table sits where it sits in the full scene of that seed (and cubes and buttons keep
+        clear of every zone's drawn place, parked or not).
         """
         on_table = CUBES if cubes is None else tuple(cubes)
         unknown = [c for c in on_table if c not in CUBES]
@@ -113,21 +125,30 @@ class RobotScene:
             raise RobotSceneError(
                 f"cubes must be distinct names of {list(CUBES)}, got {list(on_table)}"
             )
+        zones_on = ZONES if zones is None else tuple(zones)
+        unknown = [z for z in zones_on if z not in ZONES]
+        if unknown or len(set(zones_on)) != len(zones_on):
+            raise RobotSceneError(
+                f"zones must be distinct names of {list(ZONES)}, got {list(zones_on)}"
+            )
         rng = np.random.default_rng(seed)
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)
         m.eq_data[:] = self._eq_data0
         d.eq_active[:] = 0
         self.closed, self.held = False, -1
-        zones: list[np.ndarray] = []
+        zone_xy: list[np.ndarray] = []
         for _ in ZONES:
-            zones.append(_sample(rng, zones, 2 * ZONE_HALF + 0.03, [], 0.0))
-        cubes: list[np.ndarray] = []
+            zone_xy.append(_sample(rng, zone_xy, 2 * ZONE_HALF + 0.03, [], 0.0))
+        cube_xy: list[np.ndarray] = []
         for _ in CUBES:
-            cubes.append(_sample(rng, cubes, 4 * CUBE_HALF, zones, ZONE_HALF + 2 * CUBE_HALF))
-        for name, xy in zip(ZONES, zones, strict=True):
-            d.mocap_pos[self._mocap[f"zone_{name}"]] = [xy[0], xy[1], 0.0005]
-        for i, xy in enumerate(cubes):
+            cube_xy.append(_sample(rng, cube_xy, 4 * CUBE_HALF, zone_xy, ZONE_HALF + 2 * CUBE_HALF))
+        for i, (name, xy) in enumerate(zip(ZONES, zone_xy, strict=True)):
+            if name in zones_on:
+                d.mocap_pos[self._mocap[f"zone_{name}"]] = [xy[0], xy[1], 0.0005]
+            else:
+                d.mocap_pos[self._mocap[f"zone_{name}"]] = [*PARK_ZONE_XY[i], FLOOR_Z + 0.0005]
+        for i, xy in enumerate(cube_xy):
             yaw = rng.uniform(0.0, np.pi / 2)
             a = self._qadr[i]
             if CUBES[i] in on_table:
@@ -139,7 +160,7 @@ class RobotScene:
         # the scene without buttons at every seed
         placed: list[np.ndarray] = []
         for name in self.buttons:
-            xy = _sample(rng, placed, 2 * HOUSING_RADIUS + 0.02, zones, BUTTON_ZONE_SEP, cubes)
+            xy = _sample(rng, placed, 2 * HOUSING_RADIUS + 0.02, zone_xy, BUTTON_ZONE_SEP, cube_xy)
             placed.append(xy)
             d.mocap_pos[self._mocap[f"button_{name}"]] = [xy[0], xy[1], 0.0]
         d.mocap_pos[self._mocap["gripper"]] = EE_HOME

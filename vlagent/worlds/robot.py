@@ -255,6 +255,7 @@ class RobotWorld(World):
             wrist_view=r.wrist_camera,
             action_frame=r.action_frame,
             cubes=r.cubes,
+            zones=r.zones,
         )
 
     def adapter(self) -> RobotAdapter:
