@@ -54,6 +54,7 @@ def test_robot_grpo_recipe_is_simplevla_rl() -> None:
     assert cfg.robot.reward == {
         "success": 1.0,
         "distance": 0.0,
+        "proximity": 0.0,
         "grasp": 0.0,
         "invalid_action": 0.0,
     }
