@@ -84,13 +84,7 @@ def cubes_on_table(named: str | None, n: int, scene_seed: int) -> tuple[str, ...
     >>> cubes_on_table("green", 1, 5)
     ('green',)
     """
-    if n >= len(CUBES):
-        return CUBES
-    others = [c for c in CUBES if c != named]
-    rng = np.random.default_rng([int(scene_seed) % 2**63, 1])
-    k = n - (named is not None)
-    chosen = {str(c) for c in rng.choice(others, size=k, replace=False)} if k else set()
-    return tuple(c for c in CUBES if c == named or c in chosen)
+    return _on_table(CUBES, named, n, scene_seed, stream=1)
 
 
 def zones_on_table(named: str | None, n: int, scene_seed: int) -> tuple[str, ...]:
@@ -105,13 +99,21 @@ def zones_on_table(named: str | None, n: int, scene_seed: int) -> tuple[str, ...
     >>> [zones_on_table(None, 1, s)[0] for s in range(3, 8)]  # reach and press name no zone
     ['blue', 'green', 'blue', 'blue', 'green']
     """
-    if n >= len(ZONES):
-        return ZONES
-    others = [z for z in ZONES if z != named]
-    rng = np.random.default_rng([int(scene_seed) % 2**63, 2])
+    return _on_table(ZONES, named, n, scene_seed, stream=2)
+
+
+def _on_table(
+    names: tuple[str, ...], named: str | None, n: int, scene_seed: int, stream: int
+) -> tuple[str, ...]:
+    """``named`` (if any) and ``n - 1`` (or ``n``) others of ``names``, drawn from the rng stream
+    ``[scene_seed, stream]``; in ``names`` order."""
+    if n >= len(names):
+        return names
+    others = [x for x in names if x != named]
+    rng = np.random.default_rng([int(scene_seed) % 2**63, stream])
     k = n - (named is not None)
-    chosen = {str(z) for z in rng.choice(others, size=k, replace=False)} if k else set()
-    return tuple(z for z in ZONES if z == named or z in chosen)
+    chosen = {str(x) for x in rng.choice(others, size=k, replace=False)} if k else set()
+    return tuple(x for x in names if x == named or x in chosen)
 
 
 SUBSTEPS = 40
