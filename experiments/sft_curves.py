@@ -52,7 +52,6 @@ def summarize(run_dir: Path, eval_dir: Path | None = None) -> dict[str, Any]:
     rows = read_metrics(run_dir / "metrics.jsonl", phase)
     if not rows:
         raise SystemExit(f"{run_dir}: no {phase} rows in metrics.jsonl")
-    losses = [r["loss"] for r in rows if r.get("loss") is not None]
     val = [r for r in rows if r.get("val/success_rate") is not None]
     out: dict[str, Any] = {
         "run_dir": str(run_dir),
@@ -78,6 +77,7 @@ def summarize(run_dir: Path, eval_dir: Path | None = None) -> dict[str, Any]:
         ],
     }
     if phase == "sft":
+        losses = [r["loss"] for r in rows if r.get("loss") is not None]
         out["loss_last50"] = statistics.fmean(losses[-50:]) if losses else float("nan")
     else:
         out["rollouts"] = {

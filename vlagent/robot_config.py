@@ -127,26 +127,17 @@ class RobotConfig:
             "robot.action_frame",
             f"target is only available for the own suite; {self.suite!r} actions are moves",
         )
-        _check(
-            type(self.cubes) is int and 1 <= self.cubes <= 3,
-            "robot.cubes",
-            f"must be an int in [1, 3], got {self.cubes!r}",
-        )
-        _check(
-            self.cubes == 3 or self.suite == "own",
-            "robot.cubes",
-            f"is only available for the own suite, not {self.suite!r}",
-        )
-        _check(
-            type(self.zones) is int and 1 <= self.zones <= 2,
-            "robot.zones",
-            f"must be an int in [1, 2], got {self.zones!r}",
-        )
-        _check(
-            self.zones == 2 or self.suite == "own",
-            "robot.zones",
-            f"is only available for the own suite, not {self.suite!r}",
-        )
+        for name, count, full in (("cubes", self.cubes, 3), ("zones", self.zones, 2)):
+            _check(
+                type(count) is int and 1 <= count <= full,
+                f"robot.{name}",
+                f"must be an int in [1, {full}], got {count!r}",
+            )
+            _check(
+                count == full or self.suite == "own",
+                f"robot.{name}",
+                f"is only available for the own suite, not {self.suite!r}",
+            )
         _check(2 <= self.n_bins <= 1024, "robot.n_bins", f"must be in [2, 1024], got {self.n_bins}")
         _check(
             0 < self.max_step <= 0.2,
