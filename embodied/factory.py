@@ -19,6 +19,7 @@ def make_robot_env(
     action_frame: str = "delta",
     cubes: int = 3,
     zones: int = 2,
+    paced: bool = False,
 ) -> Any:
     """A gymnasium env of ``suite`` with our contract (image + proprio + instruction in,
     ``Box(-1, 1, (4,))`` out; ``ActionChunk`` of ``chunk`` steps when ``chunk`` > 1).
@@ -33,10 +34,11 @@ def make_robot_env(
             ``embodied.robot_env``).
         cubes: own only: cubes on the table (1..3; the named one always among them).
         zones: own only: target zones on the table (1..2; the named one always among them).
+        paced: own only: long moves run at the gripper's top speed (``RobotEnv``).
 
     Raises:
-        ValueError: an unknown suite, or ``wrist_view``, the ``target`` frame, ``cubes`` or
-            ``zones`` other than their defaults with a suite other than ``own``.
+        ValueError: an unknown suite, or ``wrist_view``, the ``target`` frame, ``cubes``,
+            ``zones`` or ``paced`` other than their defaults with a suite other than ``own``.
         EmbodiedSuiteMissing: the suite's package is not installed (names the install command).
     """
     if suite == "own":
@@ -53,7 +55,10 @@ def make_robot_env(
             action_frame=action_frame,
             cubes=cubes,
             zones=zones,
+            paced=paced,
         )
+    elif paced:
+        raise ValueError(f"paced is only available for suite 'own', not {suite!r}")
     elif cubes != 3:
         raise ValueError(f"cubes is only available for suite 'own', not {suite!r}")
     elif zones != 2:

@@ -98,15 +98,27 @@ def measure(
     random_seed: int = 0,
     action_frame: str = "delta",
     bins: int = 0,
+    paced: bool = False,
+    cubes: int = 3,
+    zones: int = 2,
 ) -> dict[str, Any]:
     """Per kind and policy (scripted, random) the statistics of :func:`play_policy`.
 
     ``bins`` > 0 rounds the scripted controller's actions to the centres of that many uniform
-    bins per dimension (what a policy's codec can say) before the env sees them.
+    bins per dimension (what a policy's codec can say) before the env sees them. ``paced``,
+    ``cubes`` and ``zones`` are :class:`RobotEnv`'s options.
     """
     results: dict[str, Any] = {}
     for kind in kinds:
-        env = RobotEnv(kind, image_size=image_size, max_step=max_step, action_frame=action_frame)
+        env = RobotEnv(
+            kind,
+            image_size=image_size,
+            max_step=max_step,
+            action_frame=action_frame,
+            paced=paced,
+            cubes=cubes,
+            zones=zones,
+        )
         try:
             rng = np.random.default_rng(random_seed)
             controller = ScriptedController(env)
@@ -166,6 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--bins", type=int, default=0, help="round scripted actions to N bin centres (0: off)"
     )
+    parser.add_argument(
+        "--paced", action="store_true", help="long moves at the gripper's top speed (RobotEnv)"
+    )
+    parser.add_argument("--cubes", type=int, default=3, help="cubes on the table, 1..3")
+    parser.add_argument("--zones", type=int, default=2, help="zones on the table, 1..2")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
@@ -177,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.image_size,
         action_frame=args.action_frame,
         bins=args.bins,
+        paced=args.paced,
+        cubes=args.cubes,
+        zones=args.zones,
     )
     shown = list(sys.argv[1:] if argv is None else argv)
     payload = {
@@ -188,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "image_size": args.image_size,
             "action_frame": args.action_frame,
             "bins": args.bins,
+            "paced": args.paced,
+            "cubes": args.cubes,
+            "zones": args.zones,
             "seeds": f"0..{args.episodes - 1} (task id = seed)",
             "random_policy": "uniform in [-1, 1]^4, numpy default_rng(0) per kind",
             "seconds": round(time.perf_counter() - start, 1),

@@ -159,6 +159,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         action_frame: str = "delta",
         cubes: int = len(CUBES),
         zones: int = len(ZONES),
+        paced: bool = False,
     ) -> None:
         """Args:
         task: the task kind.
@@ -179,6 +180,11 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             pick_place) and ``zones - 1`` others drawn from the layout seed, or for reach and
             press (no named zone) ``zones`` drawn ones; the others lie on the floor, off camera
             (``zones=1`` makes push / pick_place a one-zone task).
+        paced: a move longer than ``DEFAULT_MAX_STEP`` per axis is spread over proportionally
+            more MuJoCo substeps, so the gripper never goes faster than at 0.05 m per 80 ms
+            (0.625 m/s per axis). Without it every action takes 80 ms whatever its length, and
+            at ``max_step`` 0.2 a push flings the cube. Lets one ``target``-frame action carry
+            a whole push.
         """
         n_tasks(task)  # validates the kind
         if isinstance(image_size, bool) or not isinstance(image_size, int | np.integer):
@@ -208,6 +214,8 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
             raise RobotTaskError(f"cubes must be an int in [1, {len(CUBES)}], got {cubes!r}")
         if isinstance(zones, bool) or not isinstance(zones, int) or not 1 <= zones <= len(ZONES):
             raise RobotTaskError(f"zones must be an int in [1, {len(ZONES)}], got {zones!r}")
+        if not isinstance(paced, bool):
+            raise RobotTaskError(f"paced must be a bool, got {paced!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise RobotTaskError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.kind = task
@@ -220,6 +228,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         self.action_frame = action_frame
         self.n_cubes = cubes
         self.n_zones = zones
+        self.paced = paced
         self.proprio = bool(proprio)
         self.max_step = float(max_step)
         self.max_steps_override = max_steps
@@ -295,7 +304,7 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         shape_grasp = self.weights["grasp"] != 0
         before_dist = self._distance() if shape_dist else 0.0
         before_held = is_holding(scene, task) if shape_grasp else False
-        scene.apply(command)
+        scene.apply(command, self._substeps(command) if self.paced else None)
         self.steps += 1
         success = is_success(scene, task)
         after_dist = self._distance() if shape_dist else 0.0
@@ -313,6 +322,17 @@ class RobotEnv(gymnasium.Env[dict[str, Any], np.ndarray]):
         info = self._info(success)
         info.update(reward_terms=terms, invalid_action=invalid, invalid_reason=reason)
         return self.observation(), reward, terminated, truncated, info
+
+    def _substeps(self, command: np.ndarray) -> int:
+        """MuJoCo substeps for a paced move by ``command[:3] * max_step`` m: ``SUBSTEPS`` per
+        ``DEFAULT_MAX_STEP`` of its longest axis, at least ``SUBSTEPS``.
+
+        >>> env = RobotEnv(max_step=0.2, paced=True)
+        >>> [env._substeps(np.array([a, 0.0, -0.1, 1.0])) for a in (0.0, 0.25, 0.5, -1.0)]
+        [40, 40, 80, 160]
+        """
+        longest = float(np.max(np.abs(np.clip(command[:3], -1.0, 1.0)))) * self.max_step
+        return max(SUBSTEPS, math.ceil(SUBSTEPS * longest / DEFAULT_MAX_STEP - 1e-9))
 
     # --------------------------------------------------------------------------- reading
     def observation(self) -> dict[str, Any]:

@@ -56,6 +56,10 @@ class RobotConfig:
     """own suite: target zones on the table, 1..2 (push and pick_place: the named one always
     among them; the others are drawn per layout and lie off camera). ``1`` makes push /
     pick_place a one-zone task."""
+    paced: bool = False
+    """own suite: a move longer than 0.05 m per axis runs over proportionally more MuJoCo
+    substeps (the gripper's top speed stays 0.625 m/s), so one ``target``-frame action at
+    ``max_step`` 0.2 can carry a push without flinging the cube."""
     reward: dict[str, float] = dataclasses.field(
         default_factory=lambda: {
             "success": 1.0,
@@ -138,6 +142,12 @@ class RobotConfig:
                 f"robot.{name}",
                 f"is only available for the own suite, not {self.suite!r}",
             )
+        _check(
+            type(self.paced) is bool and (not self.paced or self.suite == "own"),
+            "robot.paced",
+            f"must be a bool, and true only for the own suite (got {self.paced!r}, "
+            f"suite {self.suite!r})",
+        )
         _check(2 <= self.n_bins <= 1024, "robot.n_bins", f"must be in [2, 1024], got {self.n_bins}")
         _check(
             0 < self.max_step <= 0.2,

@@ -167,8 +167,17 @@ class RobotScene:
         mujoco.mj_forward(m, d)
 
     # ---------------------------------------------------------------------------- acting
-    def apply(self, action: Sequence[float] | np.ndarray) -> None:
-        """Move the end effector by ``action[:3] * max_step`` (clipped), set the gripper, step."""
+    def apply(self, action: Sequence[float] | np.ndarray, substeps: int | None = None) -> None:
+        """Move the end effector by ``action[:3] * max_step`` (clipped), set the gripper, step.
+
+        ``substeps``: MuJoCo steps the move is spread over (None: the scene's ``substeps``); a
+        long move spread over more of them is slower, so it pushes cubes instead of flinging them.
+        """
+        if substeps is not None and (
+            isinstance(substeps, bool) or not isinstance(substeps, int) or substeps < 1
+        ):
+            raise ValueError(f"substeps must be None or an int >= 1, got {substeps!r}")
+        n = self.substeps if substeps is None else substeps
         a = _check_action(action)
         d = self.data
         g = self._mocap["gripper"]
@@ -181,8 +190,8 @@ class RobotScene:
             d.eq_active[self._eq[self.held]] = 0
             self.held = -1
         self.closed = closed
-        for k in range(self.substeps):
-            d.mocap_pos[g] = start + (target - start) * ((k + 1) / self.substeps)
+        for k in range(n):
+            d.mocap_pos[g] = start + (target - start) * ((k + 1) / n)
             mujoco.mj_step(self.model, d)
 
     def _grasp(self) -> None:

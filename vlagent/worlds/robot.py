@@ -256,6 +256,7 @@ class RobotWorld(World):
             action_frame=r.action_frame,
             cubes=r.cubes,
             zones=r.zones,
+            paced=r.paced,
         )
 
     def adapter(self) -> RobotAdapter:
