@@ -255,6 +255,20 @@ def mask_logits(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.
     return logits
 
 
+def mask_logits_(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
+    """:func:`mask_logits` in place on ``logits`` [..., V] (a fresh tensor nobody else reads):
+    no copy of a [rows, V] tensor. Returns ``logits``."""
+    if not forbidden:
+        return logits
+    tail = getattr(forbidden, "tail", None)
+    head = getattr(forbidden, "head", ()) if tail is not None else list(forbidden)
+    if tail is not None:
+        logits[..., tail:] = float("-inf")
+    if head:
+        logits[..., list(head)] = float("-inf")
+    return logits
+
+
 def completion_logprobs(
     model: Any,
     prompts: PromptBatch,

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from vlagent.batching import mask_logits
+from vlagent.batching import mask_logits, mask_logits_
 from vlagent.errors import VlagentError
 
 
@@ -80,20 +80,40 @@ def _scores(
     temperature: float,
 ) -> torch.Tensor:
     """:func:`scaled_logits` of ``F.linear(h, weight, bias)`` [c, V], masked and scaled in place
-    on the fresh logits (no copies of a [c, V] tensor)."""
-    z = F.linear(h, weight, bias).float()
-    if forbidden:
-        tail = getattr(forbidden, "tail", None)
-        head = getattr(forbidden, "head", ()) if tail is not None else list(forbidden)
-        if tail is not None:
-            z[:, tail:] = float("-inf")
-        if head:
-            z[:, list(head)] = float("-inf")
-    return z.div_(temperature)
+    on the fresh logits (no copies of a [c, V] tensor; no pass at all for temperature 1)."""
+    z = mask_logits_(F.linear(h, weight, bias).float(), forbidden)
+    return z if temperature == 1.0 else z.div_(temperature)
+
+
+def _zero_forbidden(z: torch.Tensor, forbidden: Sequence[int] | None) -> None:
+    """Set the forbidden columns of ``z`` [c, V] (``-inf`` there) to 0, in place: a pass over
+    those columns only (the ``[tail, V)`` block and a few ids)."""
+    if not forbidden:
+        return
+    tail = getattr(forbidden, "tail", None)
+    head = getattr(forbidden, "head", ()) if tail is not None else list(forbidden)
+    if tail is not None:
+        z[:, tail:] = 0.0
+    if head:
+        z[:, list(head)] = 0.0
 
 
 class _LinearHeadLogprob(torch.autograd.Function):
-    """Chunked log-probs through a plain ``nn.Linear`` head, recomputing logits in backward."""
+    """Chunked log-probs through a plain ``nn.Linear`` head, recomputing logits in backward.
+
+    Per chunk of c positions, with z [c, V] the scaled, masked logits, m = max z,
+    e = exp(z − m) and S = Σ e: log p(id) = z[id] − m − log S, and the entropy is
+    log S − (e · (z − m)) / S (one batched dot product over values <= 0, so no large
+    cancellation; forbidden columns, where e = 0 and z = −inf, are zeroed first). The forward
+    makes four passes over [c, V] (max, subtract, exp, sum) and, with the entropy, one more
+    (the dot product).
+
+    The backward of Σ_i g_i log p_i is, per position, g_i (1[v = id_i] − p_v) / T in the
+    logits. The dense part is written as sign(−g_i) · exp(z − log S − m + log |g_i|) / T, so
+    a recomputed chunk costs one matmul and two passes (subtract, exp); the sign and 1 / T
+    scale the rows of the small [c, H] operands, and the one-hot part is a gather of c rows
+    of the head.
+    """
 
     @staticmethod
     def forward(  # type: ignore[override]
@@ -113,12 +133,19 @@ class _LinearHeadLogprob(torch.autograd.Function):
         lse = torch.empty_like(logp)
         for s in range(0, m, chunk):
             e = min(s + chunk, m)
-            z = _scores(hidden[s:e], weight, bias, forbidden, temperature)
-            lse[s:e] = torch.logsumexp(z, dim=-1)
-            logp[s:e] = z.gather(-1, ids[s:e, None]).squeeze(-1) - lse[s:e]
+            z = _scores(hidden[s:e], weight, bias, forbidden, temperature)  # [c, V]
+            top = z.amax(-1, keepdim=True)  # [c, 1]
+            z = z.sub_(top)  # z - m <= 0: the entropy's sum then has no large cancellation
+            ex = torch.exp(z)  # [c, V]
+            total = ex.sum(-1)  # [c]
+            log_total = total.log()
+            lse[s:e] = top.squeeze(-1) + log_total
+            logp[s:e] = z.gather(-1, ids[s:e, None]).squeeze(-1) - log_total
             if entropy:
-                ent[s:e] = _entropy(z.sub_(lse[s:e, None]))
-            del z
+                _zero_forbidden(z, forbidden)
+                dot = torch.bmm(ex.unsqueeze(1), z.unsqueeze(2)).view(-1)  # [c] = Σ e (z - m)
+                ent[s:e] = log_total - dot / total
+            del z, ex
         ctx.save_for_backward(hidden, weight, bias, ids, lse)
         ctx.forbidden, ctx.temperature, ctx.chunk = forbidden, temperature, chunk
         ctx.mark_non_differentiable(ent)
@@ -138,23 +165,25 @@ class _LinearHeadLogprob(torch.autograd.Function):
         g_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if need_b else None
         for s in range(0, m, ctx.chunk):
             e = min(s + ctx.chunk, m)
-            h = hidden[s:e]
+            h, g, tok = hidden[s:e], g_logp[s:e].float(), ids[s:e]
             z = _scores(h, weight, bias, ctx.forbidden, temp)  # [c, V]
-            # d logp_i / d z_v = 1[v = id_i] - p_v; forbidden ids have p = 0 and get 0.
-            g_z = z.sub_(lse[s:e, None]).exp_().mul_(-g_logp[s:e, None])
-            rows = torch.arange(e - s, device=g_z.device)
-            g_z[rows, ids[s:e]] += g_logp[s:e]
-            g_logits = g_z.div_(temp).to(weight.dtype)  # through "/ temperature", ".float()"
-            del z, g_z
+            # |g_i| p_v = exp(z - lse_i + log|g_i|); forbidden ids (z = -inf) and g_i = 0 give 0
+            dense = z.sub_((lse[s:e] - g.abs().log())[:, None]).exp_().to(weight.dtype)
+            row = (-torch.sign(g) / temp).to(weight.dtype)[:, None]  # [c, 1]
+            one = (g / temp).to(weight.dtype)[:, None]  # [c, 1]: the one-hot part's weight
+            del z
             if g_h is not None:
-                g_h[s:e] = g_logits @ weight
+                g_h[s:e] = row * (dense @ weight) + one * weight[tok]
             if g_w is not None:
-                if g_logits.dtype == torch.float32:
-                    g_w.addmm_(g_logits.t(), h)
+                hs = (row * h).to(dense.dtype)
+                if dense.dtype == torch.float32:
+                    g_w.addmm_(dense.t(), hs)
                 else:
-                    g_w += (g_logits.t() @ h).float()
+                    g_w += (dense.t() @ hs).float()
+                g_w.index_add_(0, tok, (one * h).float())
             if g_b is not None:
-                g_b += g_logits.float().sum(0)
+                g_b += (dense.t() @ row).float().squeeze(-1)
+                g_b.index_add_(0, tok, one.float().squeeze(-1))
         return (
             g_h,
             g_w.to(weight.dtype) if g_w is not None else None,

@@ -137,19 +137,30 @@ def test_training_forward_same_loss_and_grads_both_paths(tiny_dirs):
         assert torch.allclose(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4), name
 
 
-def test_sample_categorical_follows_the_probabilities():
-    """Inverse-CDF sampling: frequencies match the distribution (tolerance 5 standard errors over
-    40,000 draws), masked (-inf) ids are never drawn, the last id can be drawn, and one seed
-    gives one sequence."""
-    from vlagent.rollout.prefix import sample_categorical
+def test_sample_scores_follows_the_probabilities():
+    """Two-level inverse-CDF sampling: frequencies match softmax (tolerance 5 standard errors
+    over 40,000 draws) with blocks that split the vocabulary unevenly (a short last block),
+    masked (-inf) ids — one a whole block — are never drawn, the last id can be drawn, the
+    returned log-probs are log-softmax's, and one seed gives one sequence."""
+    from vlagent.rollout.prefix import sample_scores
 
-    probs = torch.tensor([0.5, 0.0, 0.2, 0.1, 0.0, 0.15, 0.05])  # ids 1 and 4 masked
-    logp = torch.log(probs).expand(40_000, -1).contiguous()
-    gen = torch.Generator().manual_seed(0)
-    tok = sample_categorical(logp, gen)
-    freq = torch.bincount(tok, minlength=len(probs)).double() / len(tok)
-    se = (probs.double() * (1 - probs.double()) / len(tok)).sqrt()
-    assert torch.all((freq - probs.double()).abs() <= 5 * se + 1e-12), freq
-    assert freq[1] == 0 and freq[4] == 0 and freq[6] > 0
-    again = sample_categorical(logp[:100], torch.Generator().manual_seed(3))
-    assert torch.equal(again, sample_categorical(logp[:100], torch.Generator().manual_seed(3)))
+    probs = torch.tensor([0.5, 0.0, 0.2, 0.0, 0.0, 0.0, 0.1, 0.15, 0.05])  # block 1 all masked
+    scores = (torch.log(probs) + 3.0).expand(40_000, -1).contiguous()  # softmax-invariant shift
+    for block in (3, 4, 128):  # 3 blocks of 3; 2 of 4 + a last of 1; one block of 9
+        tok, logp = sample_scores(scores.clone(), torch.Generator().manual_seed(0), block=block)
+        freq = torch.bincount(tok, minlength=len(probs)).double() / len(tok)
+        se = (probs.double() * (1 - probs.double()) / len(tok)).sqrt()
+        assert torch.all((freq - probs.double()).abs() <= 5 * se + 1e-12), (block, freq)
+        assert freq[[1, 3, 4, 5]].sum() == 0 and freq[8] > 0, block
+        want = torch.log_softmax(scores[0], -1)[tok]
+        assert torch.allclose(logp, want, atol=1e-6), block
+    again = sample_scores(scores[:100].clone(), torch.Generator().manual_seed(3))[0]
+    assert torch.equal(
+        again, sample_scores(scores[:100].clone(), torch.Generator().manual_seed(3))[0]
+    )
+    # a vocabulary of Qwen's size: the drawn ids' log-probs are log-softmax's
+    big = torch.randn(4, 151_936, generator=torch.Generator().manual_seed(1)) * 4
+    tok, logp = sample_scores(big.clone(), torch.Generator().manual_seed(2))
+    assert torch.allclose(
+        logp, torch.log_softmax(big, -1).gather(-1, tok[:, None])[:, 0], atol=1e-5
+    )
