@@ -235,38 +235,39 @@ def policy_forbidden_ids(policy: Any) -> ForbiddenIds:
     return forbidden_token_ids(policy.tokenizer, output_vocab_size(policy.model))
 
 
-def mask_logits(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
-    """Set forbidden vocabulary entries of ``logits`` [..., V] to -inf (a masked copy).
+def fill_forbidden_(
+    logits: torch.Tensor, forbidden: Sequence[int] | None, value: float
+) -> torch.Tensor:
+    """Set the forbidden vocabulary entries of ``logits`` [..., V] to ``value``, in place.
 
-    A :class:`ForbiddenIds` block ``[tail, V)`` is masked with one slice; other ids by index.
-    Gradients through masked entries are zero.
+    A :class:`ForbiddenIds` block ``[tail, V)`` is one slice; other ids go by index, so the
+    pass covers those columns only. Returns ``logits``.
     """
-    if not forbidden:
-        return logits
-    logits = logits.clone()
-    tail = getattr(forbidden, "tail", None)
-    if tail is None:
-        logits[..., list(forbidden)] = float("-inf")
-        return logits
-    logits[..., tail:] = float("-inf")
-    head = getattr(forbidden, "head", ())
-    if head:
-        logits[..., list(head)] = float("-inf")
-    return logits
-
-
-def mask_logits_(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
-    """:func:`mask_logits` in place on ``logits`` [..., V] (a fresh tensor nobody else reads):
-    no copy of a [rows, V] tensor. Returns ``logits``."""
     if not forbidden:
         return logits
     tail = getattr(forbidden, "tail", None)
     head = getattr(forbidden, "head", ()) if tail is not None else list(forbidden)
     if tail is not None:
-        logits[..., tail:] = float("-inf")
+        logits[..., tail:] = value
     if head:
-        logits[..., list(head)] = float("-inf")
+        logits[..., list(head)] = value
     return logits
+
+
+def mask_logits(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
+    """Set forbidden vocabulary entries of ``logits`` [..., V] to -inf (a masked copy).
+
+    Gradients through masked entries are zero.
+    """
+    if not forbidden:
+        return logits
+    return fill_forbidden_(logits.clone(), forbidden, float("-inf"))
+
+
+def mask_logits_(logits: torch.Tensor, forbidden: Sequence[int] | None) -> torch.Tensor:
+    """:func:`mask_logits` in place on ``logits`` [..., V] (a fresh tensor nobody else reads):
+    no copy of a [rows, V] tensor. Returns ``logits``."""
+    return fill_forbidden_(logits, forbidden, float("-inf"))
 
 
 def completion_logprobs(

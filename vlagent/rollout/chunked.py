@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from vlagent.batching import mask_logits, mask_logits_
+from vlagent.batching import fill_forbidden_, mask_logits, mask_logits_
 from vlagent.errors import VlagentError
 
 
@@ -85,19 +85,6 @@ def _scores(
     return z if temperature == 1.0 else z.div_(temperature)
 
 
-def _zero_forbidden(z: torch.Tensor, forbidden: Sequence[int] | None) -> None:
-    """Set the forbidden columns of ``z`` [c, V] (``-inf`` there) to 0, in place: a pass over
-    those columns only (the ``[tail, V)`` block and a few ids)."""
-    if not forbidden:
-        return
-    tail = getattr(forbidden, "tail", None)
-    head = getattr(forbidden, "head", ()) if tail is not None else list(forbidden)
-    if tail is not None:
-        z[:, tail:] = 0.0
-    if head:
-        z[:, list(head)] = 0.0
-
-
 class _LinearHeadLogprob(torch.autograd.Function):
     """Chunked log-probs through a plain ``nn.Linear`` head, recomputing logits in backward.
 
@@ -142,7 +129,7 @@ class _LinearHeadLogprob(torch.autograd.Function):
             lse[s:e] = top.squeeze(-1) + log_total
             logp[s:e] = z.gather(-1, ids[s:e, None]).squeeze(-1) - log_total
             if entropy:
-                _zero_forbidden(z, forbidden)
+                fill_forbidden_(z, forbidden, 0.0)  # e = 0 there; -inf would give nan
                 dot = torch.bmm(ex.unsqueeze(1), z.unsqueeze(2)).view(-1)  # [c] = Σ e (z - m)
                 ent[s:e] = log_total - dot / total
             del z, ex
