@@ -57,6 +57,11 @@ class ModelConfig:
     """Family of the tiny model to build: qwen2_vl | qwen2_5_vl | qwen3_vl."""
     tiny_seed: int = 0
     """Seed of the tiny model's random weights."""
+    tiny: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Sizes of the tiny model to build, as fields of ``vlagent.models.tiny.TinyModelSpec``
+    (``{text_hidden: 256, text_layers: 4, vision_hidden: 128, vision_layers: 4}``); empty =
+    the default 0.73 M-parameter model. A folder already at ``path`` must have been built with
+    the same sizes (checked against its ``vlagent_tiny_spec.json``)."""
     dtype: str = "float32"
     """Parameter dtype: float32 | bfloat16 | float16 | auto."""
     device: str = "cpu"

@@ -145,6 +145,11 @@ class TaskConfig:
     (your own data: ``task.data``)."""
     level: str = "basic"
     """Synthetic difficulty level (see ``sim.screens.LEVELS``)."""
+    targets_per_screen: int = 1
+    """Synthetic training and demo screens only: K > 1 names K different targets on each
+    screen (seeds ``K·s … K·s + K − 1`` share screen ``K·s``'s pixels), so consecutive tasks of
+    a batch differ only in the instruction and the image alone cannot predict the answer.
+    Held-out screens keep one target each."""
     annotation_file: str = ""
     """ScreenSpot JSON file (source=screenspot)."""
     image_dir: str = ""
@@ -194,6 +199,26 @@ class TaskConfig:
         _check(
             self.pixel_budget >= 0, "task.pixel_budget", f"must be >= 0, got {self.pixel_budget}"
         )
+        _check(
+            self.targets_per_screen >= 1,
+            "task.targets_per_screen",
+            f"must be >= 1, got {self.targets_per_screen}",
+        )
+        _check(
+            self.targets_per_screen == 1 or self.source == "synthetic",
+            "task.targets_per_screen",
+            f"applies to synthetic screens only (task.source={self.source!r})",
+        )
+        if self.targets_per_screen > 1 and self.source == "synthetic":
+            from sim.screens import LEVELS
+
+            level = LEVELS.get(self.level)
+            _check(
+                level is None or level.panel_frac == (0.0, 0.0),
+                "task.targets_per_screen",
+                f"level {self.level!r} draws a panel around its target; another target "
+                "would not have one (use 1)",
+            )
         _check(
             self.source in ("synthetic", "screenspot", "file"),
             "task.source",

@@ -28,6 +28,7 @@ from gui.grounding.screenspot_schema import (
     to_xyxy,
 )
 from sim.screens import Element, ScreenLevel, generate_screen, get_level
+from sim.screens.generator import retarget_screen
 
 BoxNorm = tuple[float, float, float, float]
 BASE_CHARSET: frozenset[str] = frozenset(string.printable)
@@ -99,27 +100,48 @@ class SyntheticSource:
     The last ``cache_size`` samples are kept, so resetting a GRPO group of envs to one seed
     renders the screen once.
 
+    ``targets_per_screen`` = K > 1 is the instruction-focused augmentation: keys ``K·s … K·s +
+    K − 1`` share the pixels of screen ``K·s`` and name different targets on it
+    (:func:`sim.screens.generator.retarget_screen`), so a batch of consecutive keys holds one
+    screen several times and the image alone cannot predict the answer.
+
     >>> SyntheticSource("basic").sample(7).sample_id
     'basic:7'
     """
 
     num_samples: int | None = None
 
-    def __init__(self, level: ScreenLevel | str, cache_size: int = 8) -> None:
+    def __init__(
+        self, level: ScreenLevel | str, cache_size: int = 8, targets_per_screen: int = 1
+    ) -> None:
+        if isinstance(targets_per_screen, bool) or not isinstance(targets_per_screen, int):
+            raise ValueError(f"targets_per_screen must be an int, got {targets_per_screen!r}")
+        if targets_per_screen < 1:
+            raise ValueError(f"targets_per_screen must be >= 1, got {targets_per_screen}")
         self.level = get_level(level)
         self.name = self.level.name
+        self.targets_per_screen = targets_per_screen
         sizes = self.level.sizes
         self.image_size = sizes[0] if len(sizes) == 1 else None
         self.charset = BASE_CHARSET
         self._cache = _LRU(cache_size)
+        self._screens = _LRU(max(1, cache_size // targets_per_screen + 1))
 
     def sample(self, key: int) -> GroundingSample:
         """The screen of seed ``key`` (a non-negative int) as a sample."""
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        screen = generate_screen(self.level, key)
+        k = self.targets_per_screen
+        base = int(key) - int(key) % k
+        screen = self._screens.get(base)
+        if screen is None:
+            screen = generate_screen(self.level, base)
+            self._screens.put(base, screen)
+        screen = retarget_screen(screen, self.level, int(key) % k)
         meta = {"level": self.level.name, "seed": int(key), "reference": screen.reference}
+        if k > 1:
+            meta["screen_seed"] = base
         if screen.panel_box_norm is not None:
             meta["panel_box_norm"] = screen.panel_box_norm
         sample = GroundingSample(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 import numpy as np
@@ -156,3 +157,72 @@ def generate_screen(level: ScreenLevel | str, seed: int) -> Screen:
         seed=int(seed),
         panel_box_norm=_norm(plan.panel, width, height) if plan.panel else None,
     )
+
+
+def retarget_screen(screen: Screen, level: ScreenLevel | str, variant: int) -> Screen:
+    """The same pixels and elements with another target: the ``variant``-th namable element.
+
+    Variant 0 is ``screen`` itself. Variant ``v`` walks the elements in the order (original
+    target, then the others in a permutation drawn from ``default_rng([screen.seed, 1])``),
+    starting at position ``v mod n``, and names the first one some reference of the level
+    describes uniquely (references in a random order from ``default_rng([screen.seed, 2, v])``).
+    So variants ``0 … n−1`` of a screen whose elements are all namable point at ``n`` different
+    elements, and the image alone cannot predict the target.
+
+    Args:
+        screen: a screen from :func:`generate_screen` of ``level``.
+        level: the level it was generated with (its references and verbs name the new target).
+        variant: a non-negative int.
+
+    Returns:
+        A :class:`Screen` that shares ``image`` and ``elements`` with ``screen``; only
+        ``instruction``, ``target_index``, ``target_box_norm`` and ``reference`` differ.
+
+    Raises:
+        ScreenGenerationError: a negative variant, or a level with a panel around its target
+            (the panel would point at the old target).
+
+    >>> s = generate_screen("shapes", 5)
+    >>> retarget_screen(s, "shapes", 0) is s, retarget_screen(s, "shapes", 1).image is s.image
+    (True, True)
+    """
+    from sim.screens.instruction import describe
+
+    level = get_level(level)
+    if isinstance(variant, bool) or not isinstance(variant, (int, np.integer)) or variant < 0:
+        raise ScreenGenerationError(
+            f"retarget_screen: variant must be an int >= 0, got {variant!r}"
+        )
+    if level.panel_frac != (0.0, 0.0):
+        raise ScreenGenerationError(
+            f"retarget_screen: level {level.name!r} draws a panel around its target; "
+            "another target would not have one"
+        )
+    if variant == 0:
+        return screen
+    n = len(screen.elements)
+    others = [i for i in range(n) if i != screen.target_index]
+    perm = np.random.default_rng([screen.seed, 1]).permutation(len(others))
+    order = [screen.target_index, *(others[int(k)] for k in perm)]
+    refs = level.references
+
+    def named(index: int, rng: np.random.Generator) -> tuple[str, str] | None:
+        for r in [0] if len(refs) == 1 else rng.permutation(len(refs)):
+            text = describe(screen.elements, index, refs[int(r)], level, rng)
+            if text is not None:
+                return text, refs[int(r)]
+        return None
+
+    probe = np.random.default_rng(0)  # whether a reference applies does not depend on the rng
+    namable = [i for i in order if named(i, probe) is not None]
+    if namable:
+        index = namable[int(variant) % len(namable)]
+        text, reference = named(index, np.random.default_rng([screen.seed, 2, int(variant)]))  # type: ignore[misc]
+        return dataclasses.replace(
+            screen,
+            instruction=text,
+            target_index=index,
+            target_box_norm=screen.elements[index].box_norm,
+            reference=reference,
+        )
+    return screen  # unreachable for a generated screen: its own target is namable

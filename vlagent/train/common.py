@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import logging
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import torch
 from tqdm.auto import tqdm
 
 from vlagent.config import ModelConfig, TrainConfig
+from vlagent.errors import ConfigError
 from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_dir
 from vlagent.models.loading import Policy, load_policy
@@ -42,12 +44,41 @@ def quiet_transformers() -> None:
 def ensure_model(cfg: ModelConfig) -> str:
     """Return the checkpoint to load, building the tiny model first when asked and missing."""
     path = Path(cfg.path).expanduser()
+    if cfg.tiny:
+        from vlagent.models.tiny import TinyModelSpec
+
+        known = {f.name for f in dataclasses.fields(TinyModelSpec)} - {"family", "seed"}
+        unknown = sorted(set(cfg.tiny) - known)
+        if unknown:
+            raise ConfigError(
+                f"model.tiny: unknown field(s) {unknown}; use {', '.join(sorted(known))} "
+                "(family and seed are model.family and model.tiny_seed)"
+            )
     if cfg.build_tiny and not path.exists():
         from vlagent.models.tiny import build_tiny_model
 
-        log.info("building tiny %s model at %s", cfg.family, path)
-        build_tiny_model(path, family=cfg.family, seed=cfg.tiny_seed)
+        log.info("building tiny %s model at %s %s", cfg.family, path, cfg.tiny or "")
+        build_tiny_model(path, family=cfg.family, seed=cfg.tiny_seed, **cfg.tiny)
+    elif cfg.tiny and path.exists():
+        _check_tiny_sizes(path, cfg.tiny)
     return str(path) if path.exists() else cfg.path
+
+
+def _check_tiny_sizes(path: Path, sizes: dict[str, Any]) -> None:
+    """Raise when the tiny model at ``path`` was built with other ``model.tiny`` sizes."""
+    spec_file = path / "vlagent_tiny_spec.json"
+    if not spec_file.is_file():
+        raise ConfigError(
+            f"model.tiny is set but {path} is not a tiny model built here (no "
+            f"{spec_file.name}); remove model.tiny or point model.path at a new folder"
+        )
+    built = json.loads(spec_file.read_text())
+    differ = {k: (built.get(k), v) for k, v in sizes.items() if built.get(k) != v}
+    if differ:
+        raise ConfigError(
+            f"model.tiny: the model at {path} was built with other sizes "
+            f"(field: built, asked) {differ}; use a new model.path"
+        )
 
 
 def setup_threads(threads: int) -> None:

@@ -25,6 +25,7 @@ from vlagent.codec import Answer, GroundingCodec
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache, set_pixel_budget
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
+from vlagent.world_config import SEED_GAP
 from vlagent.worlds.base import Split, World
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,9 @@ class GroundingWorld(World):
             policy.family, fmt=t.answer_format, kind=t.answer_kind
         )
         if t.source == "synthetic":
-            self.source: Any = SyntheticSource(t.level, cache_size=256)
+            self.source: Any = SyntheticSource(
+                t.level, cache_size=256, targets_per_screen=t.targets_per_screen
+            )
         elif t.source == "screenspot":
             self.source = ScreenSpotSource(
                 t.annotation_file, t.image_dir, version=t.screenspot_version
@@ -119,7 +122,10 @@ class GroundingWorld(World):
         else:
             self.source = _data_source(t.data, t.data.path, t.data.split)
         self.eval_source: Any = self.source
-        """Source of the val / test splits (``task.data.eval_path``; else ``source``)."""
+        """Source of the val / test splits (``task.data.eval_path``; else ``source``, and
+        always one target per screen)."""
+        if t.source == "synthetic" and t.targets_per_screen > 1:
+            self.eval_source = SyntheticSource(t.level, cache_size=256)
         if t.source == "file" and t.data.eval_path:
             self.eval_source = _data_source(
                 t.data, t.data.eval_path, t.data.eval_split or t.data.split, self.source.name
@@ -158,7 +164,9 @@ class GroundingWorld(World):
             return None
         source = self._split_source(split)
         if isinstance(source, SyntheticSource):
-            source = SyntheticSource(source.level, cache_size=256)
+            source = SyntheticSource(
+                source.level, cache_size=256, targets_per_screen=source.targets_per_screen
+            )
         return functools.partial(GroundingEnv, source, self.base_reward_spec)
 
     def _split_source(self, split: Split) -> Any:
@@ -199,7 +207,13 @@ class GroundingWorld(World):
             name, _, index = key.rpartition(":")
             if name == self.eval_source.name and index.isdecimal():
                 return self.eval_source.sample(int(index))
+        if isinstance(key, int) and self.eval_source is not self.source and self._held_out(key):
+            return self.eval_source.sample(key)  # task.targets_per_screen: held-out seeds
         return self.source.sample(key)
+
+    def _held_out(self, seed: int) -> bool:
+        """Whether a synthetic seed lies in the test or val range (each ``SEED_GAP`` wide)."""
+        return any(0 <= seed - self._offsets[s] < SEED_GAP for s in ("test", "val"))
 
     def summarize(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         n = max(len(trajectories), 1)
