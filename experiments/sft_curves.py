@@ -2,7 +2,8 @@
 loss (SFT) or the rollouts' success and invalid-turn rates (GRPO), and the held-out score.
 
 Used for the robot-world pilots (issue 13: can the tiny VLM learn reach from demonstrations, and
-which GRPO recipe lifts it) and the zoom experiment's pilots (issue 11)::
+which GRPO recipe lifts it), the zoom experiment's pilots (issue 11) and the binding pilots
+(issue 18)::
 
     python -m experiments.sft_curves --out docs/results/robot_reach_sft_pilots.json \\
         front_32demos=runs/robot_sft top_128demos=runs/robot_sft_top
@@ -58,6 +59,8 @@ def summarize(run_dir: Path, eval_dir: Path | None = None) -> dict[str, Any]:
         "world": cfg.get("world"),
         "robot": cfg.get("robot"),
         "task_level": (cfg.get("task") or {}).get("level"),
+        "targets_per_screen": (cfg.get("task") or {}).get("targets_per_screen", 1),
+        "model_tiny": (cfg.get("model") or {}).get("tiny") or {},
         "tools": {k: (cfg.get("tools") or {}).get(k) for k in ("enabled", "trace")},
         "start": (cfg.get("model") or {}).get("path"),
         "phase": phase,
