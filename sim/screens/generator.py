@@ -11,7 +11,7 @@ from PIL import Image, ImageDraw
 from sim.errors import ScreenGenerationError
 from sim.screens.desktop import plan_desktop
 from sim.screens.hires import plan_hires
-from sim.screens.instruction import pick_instruction
+from sim.screens.instruction import name_element, pick_instruction
 from sim.screens.layout import BoxPx, ElementSpec, Plan, boxes_overlap, plan_free
 from sim.screens.level import ScreenLevel, get_level
 from sim.screens.palette import LIGHT_BACKGROUNDS, RGB
@@ -162,12 +162,12 @@ def generate_screen(level: ScreenLevel | str, seed: int) -> Screen:
 def retarget_screen(screen: Screen, level: ScreenLevel | str, variant: int) -> Screen:
     """The same pixels and elements with another target: the ``variant``-th namable element.
 
-    Variant 0 is ``screen`` itself. Variant ``v`` walks the elements in the order (original
-    target, then the others in a permutation drawn from ``default_rng([screen.seed, 1])``),
-    starting at position ``v mod n``, and names the first one some reference of the level
-    describes uniquely (references in a random order from ``default_rng([screen.seed, 2, v])``).
-    So variants ``0 … n−1`` of a screen whose elements are all namable point at ``n`` different
-    elements, and the image alone cannot predict the target.
+    Variant 0 is ``screen`` itself. Variant ``v`` lists the elements some reference of the level
+    names uniquely, in the order (original target, then the others in a permutation drawn from
+    ``default_rng([screen.seed, 1])``), and takes entry ``v mod m`` of that list of ``m``; its
+    instruction uses the references in a random order from ``default_rng([screen.seed, 2, v])``.
+    So variants ``0 … m−1`` point at ``m`` different elements, and the image alone cannot
+    predict the target.
 
     Args:
         screen: a screen from :func:`generate_screen` of ``level``.
@@ -186,8 +186,6 @@ def retarget_screen(screen: Screen, level: ScreenLevel | str, variant: int) -> S
     >>> retarget_screen(s, "shapes", 0) is s, retarget_screen(s, "shapes", 1).image is s.image
     (True, True)
     """
-    from sim.screens.instruction import describe
-
     level = get_level(level)
     if isinstance(variant, bool) or not isinstance(variant, (int, np.integer)) or variant < 0:
         raise ScreenGenerationError(
@@ -204,20 +202,12 @@ def retarget_screen(screen: Screen, level: ScreenLevel | str, variant: int) -> S
     others = [i for i in range(n) if i != screen.target_index]
     perm = np.random.default_rng([screen.seed, 1]).permutation(len(others))
     order = [screen.target_index, *(others[int(k)] for k in perm)]
-    refs = level.references
-
-    def named(index: int, rng: np.random.Generator) -> tuple[str, str] | None:
-        for r in [0] if len(refs) == 1 else rng.permutation(len(refs)):
-            text = describe(screen.elements, index, refs[int(r)], level, rng)
-            if text is not None:
-                return text, refs[int(r)]
-        return None
-
-    probe = np.random.default_rng(0)  # whether a reference applies does not depend on the rng
-    namable = [i for i in order if named(i, probe) is not None]
+    probe = np.random.default_rng(0)  # whether an element can be named does not use the rng
+    namable = [i for i in order if name_element(screen.elements, i, level, probe) is not None]
     if namable:
         index = namable[int(variant) % len(namable)]
-        text, reference = named(index, np.random.default_rng([screen.seed, 2, int(variant)]))  # type: ignore[misc]
+        rng = np.random.default_rng([screen.seed, 2, int(variant)])
+        text, reference = name_element(screen.elements, index, level, rng)  # type: ignore[misc]
         return dataclasses.replace(
             screen,
             instruction=text,

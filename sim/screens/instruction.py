@@ -168,9 +168,21 @@ def pick_instruction(
     if len(candidates) > 1:
         candidates = [candidates[k] for k in rng.permutation(len(candidates))[:max_targets]]
     for index in candidates:
-        order = [0] if len(refs) == 1 else rng.permutation(len(refs))
-        for r in order:
-            text = describe(elements, int(index), refs[int(r)], level, rng)
-            if text is not None:
-                return int(index), refs[int(r)], text
+        named = name_element(elements, int(index), level, rng)
+        if named is not None:
+            return int(index), named[1], named[0]
+    return None
+
+
+def name_element(
+    elements: Sequence[Element], index: int, level: ScreenLevel, rng: np.random.Generator
+) -> tuple[str, str] | None:
+    """``(instruction, reference)`` naming ``elements[index]`` uniquely, the level's references
+    tried in a random order; ``None`` if none can. Whether one can does not depend on ``rng``
+    (it only picks the order, the verb and the position word)."""
+    refs = level.references
+    for r in [0] if len(refs) == 1 else rng.permutation(len(refs)):
+        text = describe(elements, index, refs[int(r)], level, rng)
+        if text is not None:
+            return text, refs[int(r)]
     return None
