@@ -53,14 +53,17 @@ def image_frame(processor: Any, width: int, height: int) -> Frame:
 
 
 def user_message(
-    instruction: str, system: str | None = None, n_images: int = 1
+    instruction: str, system: str | None = None, n_images: int = 1, text_first: bool = False
 ) -> list[dict[str, Any]]:
-    """Chat messages for ``n_images`` screenshots (oldest first) followed by one instruction."""
+    """Chat messages for ``n_images`` screenshots (oldest first) followed by one instruction;
+    ``text_first`` puts the instruction before the screenshots (then, under the causal mask,
+    the image tokens can attend to it)."""
     msgs: list[dict[str, Any]] = []
     if system:
         msgs.append({"role": "system", "content": [{"type": "text", "text": system}]})
     content: list[dict[str, Any]] = [{"type": "image"} for _ in range(n_images)]
-    content.append({"type": "text", "text": instruction})
+    text = {"type": "text", "text": instruction}
+    content = [text, *content] if text_first else [*content, text]
     msgs.append({"role": "user", "content": content})
     return msgs
 

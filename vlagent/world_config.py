@@ -150,6 +150,10 @@ class TaskConfig:
     screen (seeds ``K·s … K·s + K − 1`` share screen ``K·s``'s pixels), so consecutive tasks of
     a batch differ only in the instruction and the image alone cannot predict the answer.
     Held-out screens keep one target each."""
+    prompt_order: str = "image_first"
+    """image_first (the Qwen-VL convention: screenshot, then instruction) | text_first (the
+    instruction before the screenshot, so image tokens can attend to it under the causal
+    mask). The single-turn grounding world only; the zoom world refuses text_first."""
     annotation_file: str = ""
     """ScreenSpot JSON file (source=screenspot)."""
     image_dir: str = ""
@@ -198,6 +202,11 @@ class TaskConfig:
         self._check_reward()
         _check(
             self.pixel_budget >= 0, "task.pixel_budget", f"must be >= 0, got {self.pixel_budget}"
+        )
+        _check(
+            self.prompt_order in ("image_first", "text_first"),
+            "task.prompt_order",
+            f"{self.prompt_order!r} is unknown; use image_first or text_first",
         )
         _check(
             self.targets_per_screen >= 1,

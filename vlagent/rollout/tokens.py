@@ -207,8 +207,10 @@ def encode_prompt(
     system: str | None = None,
     key: str = "",
     tools: Tools | None = None,
+    text_first: bool = False,
 ) -> Prompt:
-    """Tokenize one user turn (``images`` then ``text``) with the generation prompt added.
+    """Tokenize one user turn (``images`` then ``text``, or ``text`` first with
+    ``text_first``) with the generation prompt added.
 
     Everything goes through the checkpoint's own chat template and processor
     (:func:`render_prompt`), so the layout is the family's (image pads expanded to one per
@@ -223,7 +225,7 @@ def encode_prompt(
     """
     from PIL import Image
 
-    msgs = user_message(text, system, n_images=len(images))
+    msgs = user_message(text, system, n_images=len(images), text_first=text_first)
     rendered = render_prompt(processor, msgs, tools)
     pil = [Image.fromarray(np.asarray(im, dtype=np.uint8)) for im in images]
     enc = processor(text=[rendered], images=pil, return_tensors="pt")
@@ -260,12 +262,14 @@ def content_key(
 
 class PromptCache:
     """Encodes prompts once: equal content gives the same :class:`Prompt` object (so the
-    sampler and the training forward prefill it once per group). Keeps the last ``size``."""
+    sampler and the training forward prefill it once per group). Keeps the last ``size``.
+    ``text_first``: every prompt puts the text before the images (:func:`encode_prompt`)."""
 
-    def __init__(self, processor: Any, size: int = 64) -> None:
+    def __init__(self, processor: Any, size: int = 64, text_first: bool = False) -> None:
         from collections import OrderedDict
 
         self.processor = processor
+        self.text_first = text_first
         self.size = size
         self._cache: OrderedDict[str, Prompt] = OrderedDict()
 
@@ -281,7 +285,7 @@ class PromptCache:
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        prompt = encode_prompt(self.processor, images, text, system, key, tools)
+        prompt = encode_prompt(self.processor, images, text, system, key, tools, self.text_first)
         self._cache[key] = prompt
         if len(self._cache) > self.size:
             self._cache.popitem(last=False)

@@ -55,8 +55,14 @@ def _data_source(data: Any, path: str, split: str, avoid_name: str | None = None
 class GroundingAdapter:
     """Screenshot + instruction → one user turn; reply → the env's point / box action."""
 
-    def __init__(self, processor: Any, codec: GroundingCodec, system: str | None = None) -> None:
-        self.prompts = PromptCache(processor)
+    def __init__(
+        self,
+        processor: Any,
+        codec: GroundingCodec,
+        system: str | None = None,
+        text_first: bool = False,
+    ) -> None:
+        self.prompts = PromptCache(processor, text_first=text_first)
         self.codec, self.system = codec, system
 
     def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
@@ -177,7 +183,11 @@ class GroundingWorld(World):
         self.reward_spec = spec_at(self.base_reward_spec, self.reward_stages, step)
 
     def adapter(self) -> GroundingAdapter:
-        return GroundingAdapter(self.policy.processor, self.codec)
+        return GroundingAdapter(
+            self.policy.processor,
+            self.codec,
+            text_first=self.cfg.task.prompt_order == "text_first",
+        )
 
     def demonstrator(self) -> GroundingDemonstrator:
         t = self.cfg.task

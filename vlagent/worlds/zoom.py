@@ -29,6 +29,7 @@ from rewards import RewardResult, episode_reward, group_tool_rates, point_in_box
 from rewards.tool_use import TOOL_TERMS
 from vlagent.codec import Answer, GroundingCodec, coord_space_for
 from vlagent.codec.tool_calls import answer_source, parse_tool_call
+from vlagent.errors import ConfigError
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import (
     ChatTokens,
@@ -258,6 +259,11 @@ class ZoomWorld(GroundingWorld):
     default_max_turns = 4
 
     def __init__(self, cfg: Any, policy: Any) -> None:
+        if cfg.task.prompt_order != "image_first":
+            raise ConfigError(
+                f"task.prompt_order={cfg.task.prompt_order!r}: the zoom world writes its "
+                "multi-turn prompts image first; use image_first (or world=grounding)"
+            )
         super().__init__(cfg, policy)
         self._adapter: ZoomAdapter | None = None
 

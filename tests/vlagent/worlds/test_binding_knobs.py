@@ -1,5 +1,6 @@
-"""``task.targets_per_screen``: training batches hold one screen with several targets; held-out
-screens keep one target each."""
+"""The binding knobs of the grounding world. ``task.targets_per_screen``: training batches hold
+one screen with several targets; held-out screens keep one target each. ``task.prompt_order``:
+the instruction before or after the screenshot."""
 
 from __future__ import annotations
 
@@ -51,3 +52,34 @@ def test_config_refuses_bad_values():
         load_config(None, ["task.targets_per_screen=2", "task.level=hires_panel"])
     with pytest.raises(ConfigError, match="synthetic"):
         load_config(None, ["task.targets_per_screen=2", "task.source=screenspot"])
+
+
+def test_prompt_order_puts_the_instruction_before_the_image(tiny_dir):
+    from vlagent.rollout.trajectory import Trajectory
+
+    policy = load_policy(tiny_dir)
+    pad = policy.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    first_word = policy.tokenizer.encode(" red", add_special_tokens=False)
+    positions = {}
+    for order in ("image_first", "text_first"):
+        cfg = load_config(None, [f"model.path={tiny_dir}", f"task.prompt_order={order}"])
+        world = make_world(cfg, policy)
+        sample = world.sample(world.task_ids("test", 0, 1)[0])
+        traj = Trajectory(task_id=0)
+        obs = {"image": sample.image, "instruction": "Click the red thing."}
+        world.adapter().start(traj, obs, {"target_box_norm": sample.target_box_norm})
+        ids = traj.segments[0].prompt.input_ids.tolist()
+        word = next(i for i in range(len(ids)) if ids[i : i + len(first_word)] == first_word)
+        positions[order] = (word, ids.index(pad))
+    assert positions["image_first"][0] > positions["image_first"][1]
+    assert positions["text_first"][0] < positions["text_first"][1]
+
+
+def test_zoom_world_and_bad_order_are_refused(tiny_dir):
+    with pytest.raises(ConfigError, match="prompt_order"):
+        load_config(None, ["task.prompt_order=sideways"])
+    cfg = load_config(
+        None, [f"model.path={tiny_dir}", "world=zoom", "task.prompt_order=text_first"]
+    )
+    with pytest.raises(ConfigError, match="zoom world"):
+        make_world(cfg, load_policy(tiny_dir))
