@@ -125,7 +125,7 @@ class SyntheticSource:
         self.image_size = sizes[0] if len(sizes) == 1 else None
         self.charset = BASE_CHARSET
         self._cache = _LRU(cache_size)
-        self._screens = _LRU(max(1, cache_size // targets_per_screen + 1))
+        self._screens = _LRU(max(1, cache_size // targets_per_screen + 1))  # K > 1 only
 
     def sample(self, key: int) -> GroundingSample:
         """The screen of seed ``key`` (a non-negative int) as a sample."""
@@ -134,11 +134,14 @@ class SyntheticSource:
             return hit
         k = self.targets_per_screen
         base = int(key) - int(key) % k
-        screen = self._screens.get(base)
-        if screen is None:
+        if k == 1:
             screen = generate_screen(self.level, base)
-            self._screens.put(base, screen)
-        screen = retarget_screen(screen, self.level, int(key) % k)
+        else:
+            screen = self._screens.get(base)
+            if screen is None:
+                screen = generate_screen(self.level, base)
+                self._screens.put(base, screen)
+            screen = retarget_screen(screen, self.level, int(key) % k)
         meta = {"level": self.level.name, "seed": int(key), "reference": screen.reference}
         if k > 1:
             meta["screen_seed"] = base

@@ -191,13 +191,13 @@ def retarget_screen(screen: Screen, level: ScreenLevel | str, variant: int) -> S
         raise ScreenGenerationError(
             f"retarget_screen: variant must be an int >= 0, got {variant!r}"
         )
+    if variant == 0:
+        return screen
     if level.panel_frac != (0.0, 0.0):
         raise ScreenGenerationError(
             f"retarget_screen: level {level.name!r} draws a panel around its target; "
             "another target would not have one"
         )
-    if variant == 0:
-        return screen
     n = len(screen.elements)
     others = [i for i in range(n) if i != screen.target_index]
     perm = np.random.default_rng([screen.seed, 1]).permutation(len(others))

@@ -50,5 +50,6 @@ def test_bad_variant_and_panel_levels_are_refused():
     with pytest.raises(ScreenGenerationError, match="variant"):
         retarget_screen(screen, "shapes", -1)
     panel = generate_screen("hires_panel", 0)
+    assert retarget_screen(panel, "hires_panel", 0) is panel  # variant 0 is always the screen
     with pytest.raises(ScreenGenerationError, match="panel"):
         retarget_screen(panel, "hires_panel", 1)
