@@ -150,6 +150,12 @@ class TaskConfig:
     screen (seeds ``K·s … K·s + K − 1`` share screen ``K·s``'s pixels), so consecutive tasks of
     a batch differ only in the instruction and the image alone cannot predict the answer.
     Held-out screens keep one target each."""
+    describe_mix: float = 0.0
+    """Synthetic training and demo screens only: a seeded fraction of tasks become describe
+    tasks (the referring direction: "What is at (x, y)?" about the target's centre, answered
+    "the red circle"; scored by the words). An auxiliary task that makes the model say what
+    it sees at a place in the words instructions use. Held-out screens are never describe
+    tasks."""
     prompt_order: str = "image_first"
     """image_first (the Qwen-VL convention: screenshot, then instruction) | text_first (the
     instruction before the screenshot, so image tokens can attend to it under the causal
@@ -216,6 +222,16 @@ class TaskConfig:
         _check(
             self.targets_per_screen == 1 or self.source == "synthetic",
             "task.targets_per_screen",
+            f"applies to synthetic screens only (task.source={self.source!r})",
+        )
+        _check(
+            0.0 <= self.describe_mix < 1.0,
+            "task.describe_mix",
+            f"must be in [0, 1), got {self.describe_mix}",
+        )
+        _check(
+            self.describe_mix == 0.0 or self.source == "synthetic",
+            "task.describe_mix",
             f"applies to synthetic screens only (task.source={self.source!r})",
         )
         if self.targets_per_screen > 1 and self.source == "synthetic":

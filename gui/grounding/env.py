@@ -126,6 +126,9 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
             raise gymnasium.error.ResetNeeded(
                 "GroundingEnv episode has terminated; call reset() first"
             )
+        answer = self._sample.meta.get("describe_answer")
+        if isinstance(answer, str):
+            return self._step_describe(action, answer)
         prediction, reason = parse_action(action)
         target = self._sample.target_box_norm
         result = score(self.reward_spec, prediction, self.reward_target())
@@ -144,6 +147,28 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
         self._prediction = prediction
         self._terminated = True
         return self._obs(), float(result.value), True, False, info
+
+    def _step_describe(
+        self, action: Any, answer: str
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Score a describe task (``meta["describe_answer"]``, see
+        :class:`~gui.grounding.sources.SyntheticSource`): reward 1 when the reply, the action's
+        ``"completion"``, names the element as ``answer`` does (case, spacing and a final
+        full stop ignored), else 0; a reply without text is an invalid action."""
+        text = action.get("completion") if isinstance(action, Mapping) else None
+        said = _phrase(text) if isinstance(text, str) else None
+        success = said is not None and said == _phrase(answer)
+        info = self._info()
+        info.update(
+            reward_terms={"describe": float(success)},
+            success=success,
+            invalid_action=said is None,
+            invalid_reason=None if said is not None else "a describe task needs the reply text",
+            prediction={"point": None, "box": None, "text": text},
+            reward_errors=[],
+        )
+        self._terminated = True
+        return self._obs(), float(success), True, False, info
 
     def reward_target(self) -> RewardTarget:
         """The current sample's ground truth for the reward (box, action type, text, ...)."""
@@ -193,6 +218,11 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
         """Release the sample; safe to call more than once."""
         self._sample = None
         self._prediction = None
+
+
+def _phrase(text: str) -> str:
+    """``text`` compared as a describe answer: lower case, single spaces, no final stop."""
+    return " ".join(text.casefold().split()).rstrip(".").strip()
 
 
 def _reward_spec(reward: RewardSpec | Mapping[str, Any] | None) -> RewardSpec:

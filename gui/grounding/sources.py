@@ -29,6 +29,7 @@ from gui.grounding.screenspot_schema import (
 )
 from sim.screens import Element, ScreenLevel, generate_screen, get_level
 from sim.screens.generator import retarget_screen
+from sim.screens.instruction import refer
 
 BoxNorm = tuple[float, float, float, float]
 BASE_CHARSET: frozenset[str] = frozenset(string.printable)
@@ -105,6 +106,13 @@ class SyntheticSource:
     (:func:`sim.screens.generator.retarget_screen`), so a batch of consecutive keys holds one
     screen several times and the image alone cannot predict the answer.
 
+    ``describe_mix`` = p > 0 turns a seeded fraction p of the keys into describe tasks (the
+    referring direction of grounding): the same screen, the question "What is at (x, y)?" about
+    the target's centre, and the answer ``meta["describe_answer"]`` (``"the red circle"``,
+    :func:`sim.screens.instruction.refer`); ``meta["describe_point"]`` holds the normalized
+    point. An auxiliary task for training splits: it makes the model say what it sees at a
+    place, in the words instructions use.
+
     >>> SyntheticSource("basic").sample(7).sample_id
     'basic:7'
     """
@@ -112,12 +120,19 @@ class SyntheticSource:
     num_samples: int | None = None
 
     def __init__(
-        self, level: ScreenLevel | str, cache_size: int = 8, targets_per_screen: int = 1
+        self,
+        level: ScreenLevel | str,
+        cache_size: int = 8,
+        targets_per_screen: int = 1,
+        describe_mix: float = 0.0,
     ) -> None:
         if isinstance(targets_per_screen, bool) or not isinstance(targets_per_screen, int):
             raise ValueError(f"targets_per_screen must be an int, got {targets_per_screen!r}")
         if targets_per_screen < 1:
             raise ValueError(f"targets_per_screen must be >= 1, got {targets_per_screen}")
+        if not 0.0 <= describe_mix < 1.0:
+            raise ValueError(f"describe_mix must be in [0, 1), got {describe_mix!r}")
+        self.describe_mix = float(describe_mix)
         self.level = get_level(level)
         self.name = self.level.name
         self.targets_per_screen = targets_per_screen
@@ -147,9 +162,16 @@ class SyntheticSource:
             meta["screen_seed"] = base
         if screen.panel_box_norm is not None:
             meta["panel_box_norm"] = screen.panel_box_norm
+        instruction = screen.instruction
+        if self.describes(int(key)):
+            x0, y0, x1, y1 = screen.target_box_norm
+            point = ((x0 + x1) / 2, (y0 + y1) / 2)
+            instruction = f"What is at ({point[0]:.3f}, {point[1]:.3f})?"
+            meta["describe_point"] = point
+            meta["describe_answer"] = refer(screen.target)
         sample = GroundingSample(
             image=screen.image,
-            instruction=screen.instruction,
+            instruction=instruction,
             target_box_norm=screen.target_box_norm,
             elements=screen.elements,
             sample_id=f"{self.level.name}:{key}",
@@ -157,6 +179,13 @@ class SyntheticSource:
         )
         self._cache.put(key, sample)
         return sample
+
+    def describes(self, key: int) -> bool:
+        """Whether key ``key`` is a describe task (a seeded draw with probability
+        ``describe_mix``, the same on every machine)."""
+        if self.describe_mix <= 0.0:
+            return False
+        return bool(np.random.default_rng([int(key), 0xD35C]).random() < self.describe_mix)
 
 
 class ScreenSpotSource:

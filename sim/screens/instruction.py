@@ -186,3 +186,18 @@ def name_element(
         if text is not None:
             return text, refs[int(r)]
     return None
+
+
+def refer(element: Element) -> str:
+    """A noun phrase for ``element`` as a describe task answers it (``"the red circle"``,
+    ``"the 'Save' button"``, ``"the wifi icon"``): what the element looks like, not where it
+    is. Unlike :func:`describe` it does not check that the phrase is unique on the screen."""
+    if element.kind == "shape":
+        return f"the {element.colour} {noun(element)}"
+    if element.kind == "icon":
+        return f"the {element.label} icon"
+    if element.kind == "toggle":
+        return f"the switch next to '{element.label}'"
+    if element.label:
+        return f"the '{element.label}' {noun(element)}"
+    return f"the {element.colour} {noun(element)}"

@@ -273,6 +273,12 @@ class GroundingCodec:
         return Answer(((box[0] + box[2]) / 2, (box[1] + box[3]) / 2), box, text, **extra)
 
     # ----------------------------------------------------------------------------- render
+    def point_text(self, point_norm: tuple[float, float], frame: Frame) -> str:
+        """``"(x, y)"``: a normalized point written in the codec's coordinate space, as an
+        answer would write it (a describe task's question, ``task.describe_mix``)."""
+        nums = point_from_norm(point_norm, self.space, frame)
+        return f"({self._int(nums[0], 0, frame)}, {self._int(nums[1], 1, frame)})"
+
     def render(
         self, target_box_norm: tuple[float, ...], frame: Frame, think: str | None = None
     ) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 
 from perception_tools.geometry import box_area, point_in_box
 from rewards import RewardSpec, parse_stages, spec_at
+from vlagent.batching import image_frame
 from vlagent.codec import Answer, GroundingCodec
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache, set_pixel_budget
@@ -66,13 +67,21 @@ class GroundingAdapter:
         self.codec, self.system = codec, system
 
     def start(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> None:
-        prompt = self.prompts.get([obs["image"]], str(obs["instruction"]), self.system)
+        text = str(obs["instruction"])
+        point = (info.get("meta") or {}).get("describe_point")
+        if point is not None:  # a describe task asks in the codec's coordinate space
+            h, w = obs["image"].shape[:2]
+            frame = image_frame(self.prompts.processor, w, h)
+            text = f"What is at {self.codec.point_text(tuple(point), frame)}?"
+        prompt = self.prompts.get([obs["image"]], text, self.system)
         traj.segments = [Segment(prompt)]
         traj.extras["image"] = obs["image"]
         traj.extras["target_box_norm"] = info.get("target_box_norm")
         traj.extras["meta"] = dict(info.get("meta") or {})
 
     def read(self, traj: Trajectory, turn: Turn, last: bool) -> Decision:
+        if "describe_answer" in traj.extras["meta"]:  # the env reads the reply's words
+            return Decision("env", {"completion": turn.text})
         answer = self.codec.parse(turn.text, traj.segment.prompt.frame)
         traj.extras["answer"] = answer
         return Decision("env", {**answer.to_action(), "completion": turn.text})
@@ -98,6 +107,9 @@ class GroundingDemonstrator:
         self.codec, self.demo_text = codec, demo_text
 
     def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
+        described = (info.get("meta") or {}).get("describe_answer")
+        if isinstance(described, str):
+            return described
         if self.demo_text == "recorded":
             recorded = (info.get("meta") or {}).get("demo_text")
             if isinstance(recorded, str) and recorded.strip():
@@ -119,7 +131,10 @@ class GroundingWorld(World):
         )
         if t.source == "synthetic":
             self.source: Any = SyntheticSource(
-                t.level, cache_size=256, targets_per_screen=t.targets_per_screen
+                t.level,
+                cache_size=256,
+                targets_per_screen=t.targets_per_screen,
+                describe_mix=t.describe_mix,
             )
         elif t.source == "screenspot":
             self.source = ScreenSpotSource(
@@ -130,7 +145,7 @@ class GroundingWorld(World):
         self.eval_source: Any = self.source
         """Source of the val / test splits (``task.data.eval_path``; else ``source``, and
         always one target per screen)."""
-        if t.source == "synthetic" and t.targets_per_screen > 1:
+        if t.source == "synthetic" and (t.targets_per_screen > 1 or t.describe_mix > 0):
             self.eval_source = SyntheticSource(t.level, cache_size=256)
         if t.source == "file" and t.data.eval_path:
             self.eval_source = _data_source(
@@ -171,7 +186,10 @@ class GroundingWorld(World):
         source = self._split_source(split)
         if isinstance(source, SyntheticSource):
             source = SyntheticSource(
-                source.level, cache_size=256, targets_per_screen=source.targets_per_screen
+                source.level,
+                cache_size=256,
+                targets_per_screen=source.targets_per_screen,
+                describe_mix=source.describe_mix,
             )
         return functools.partial(GroundingEnv, source, self.base_reward_spec)
 

@@ -264,6 +264,11 @@ class ZoomWorld(GroundingWorld):
                 f"task.prompt_order={cfg.task.prompt_order!r}: the zoom world writes its "
                 "multi-turn prompts image first; use image_first (or world=grounding)"
             )
+        if cfg.task.describe_mix > 0:
+            raise ConfigError(
+                f"task.describe_mix={cfg.task.describe_mix}: describe tasks are single-turn; "
+                "use world=grounding (or describe_mix=0)"
+            )
         super().__init__(cfg, policy)
         self._adapter: ZoomAdapter | None = None
 
