@@ -60,6 +60,8 @@ def summarize(run_dir: Path, eval_dir: Path | None = None) -> dict[str, Any]:
         "robot": cfg.get("robot"),
         "task_level": (cfg.get("task") or {}).get("level"),
         "targets_per_screen": (cfg.get("task") or {}).get("targets_per_screen", 1),
+        "describe_mix": (cfg.get("task") or {}).get("describe_mix", 0.0),
+        "prompt_order": (cfg.get("task") or {}).get("prompt_order", "image_first"),
         "model_tiny": (cfg.get("model") or {}).get("tiny") or {},
         "tools": {k: (cfg.get("tools") or {}).get(k) for k in ("enabled", "trace")},
         "start": (cfg.get("model") or {}).get("path"),

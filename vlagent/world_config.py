@@ -172,6 +172,11 @@ class TaskConfig:
     numbers in the model family's space (``vlagent.codec.grounding``)."""
     answer_kind: str = "point"
     """point | box: what demonstrations answer with."""
+    answer_label: str = "fixed"
+    """qwen_box only: what demonstrations write as the object reference before the
+    coordinates: fixed (``target``) | phrase (the instruction's noun phrase, ``the red
+    circle``: the answer names what it points at, as Qwen-VL's referring format does, and the
+    words sit a few tokens before the first coordinate)."""
     reward: dict[str, Any] = dataclasses.field(
         default_factory=lambda: {"point_in_box": 1.0, "gaussian_point": 0.5, "format": 0.1}
     )
@@ -223,6 +228,17 @@ class TaskConfig:
             self.targets_per_screen == 1 or self.source == "synthetic",
             "task.targets_per_screen",
             f"applies to synthetic screens only (task.source={self.source!r})",
+        )
+        _check(
+            self.answer_label in ("fixed", "phrase"),
+            "task.answer_label",
+            f"{self.answer_label!r} is unknown; use fixed or phrase",
+        )
+        _check(
+            self.answer_label == "fixed" or self.answer_format == "qwen_box",
+            "task.answer_label",
+            f"phrase needs task.answer_format=qwen_box (the format with an object reference "
+            f"before the coordinates), got {self.answer_format!r}",
         )
         _check(
             0.0 <= self.describe_mix < 1.0,

@@ -71,6 +71,24 @@ _POINT_KEYS = ("point", "point_2d")
 _BOX_KEYS = ("bbox", "bbox_2d", "box")
 
 
+_VERBS = frozenset({"click", "tap", "select", "press", "choose", "open", "find", "locate"})
+
+
+def instruction_phrase(instruction: str) -> str:
+    """The noun phrase of an instruction, as a ``qwen_box`` object reference names its target:
+    ``"Click the red circle."`` → ``"the red circle"`` (a leading imperative verb and the
+    final full stop dropped; the format's special tokens removed, so the text cannot end the
+    reference early). An instruction of only a verb is kept whole."""
+    text = " ".join(str(instruction).split())
+    for token in (qwen_box.REF_START, qwen_box.REF_END, qwen_box.BOX_START, qwen_box.BOX_END):
+        text = text.replace(token, "")
+    text = text.strip().rstrip(".!").strip()
+    words = text.split(" ")
+    if len(words) > 1 and words[0].casefold() in _VERBS:
+        text = " ".join(words[1:])
+    return text or "target"
+
+
 @dataclasses.dataclass(frozen=True)
 class Answer:
     """A parsed grounding answer in normalized [0, 1] coordinates of the original image.
@@ -280,7 +298,11 @@ class GroundingCodec:
         return f"({self._int(nums[0], 0, frame)}, {self._int(nums[1], 1, frame)})"
 
     def render(
-        self, target_box_norm: tuple[float, ...], frame: Frame, think: str | None = None
+        self,
+        target_box_norm: tuple[float, ...],
+        frame: Frame,
+        think: str | None = None,
+        label: str | None = None,
     ) -> str:
         """Answer text for a target box (its centre when ``kind == "point"``).
 
@@ -289,6 +311,9 @@ class GroundingCodec:
             frame: the sample's original and resized sizes.
             think: optional reasoning text: ``<think>`` for ``think_answer``, ``Thought:`` for
                 ``uitars``; the JSON and token formats have no place for it.
+            label: ``qwen_box`` only: the object reference written before the coordinates
+                (default ``"target"``; :func:`instruction_phrase` makes one from an
+                instruction).
         """
         nums = self._model_numbers(target_box_norm, frame)
         if self.fmt == "think_answer":
@@ -298,7 +323,7 @@ class GroundingCodec:
         if self.fmt == "uitars":
             return uitars.render("click", nums, thought=think)
         if self.fmt == "qwen_box":
-            return qwen_box.render(nums)
+            return qwen_box.render(nums, "target" if label is None else label)
         if self.kind == "point":
             return json.dumps({"point_2d": nums})
         return json.dumps([{"bbox_2d": nums, "label": "target"}])

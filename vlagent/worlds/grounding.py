@@ -23,6 +23,7 @@ from perception_tools.geometry import box_area, point_in_box
 from rewards import RewardSpec, parse_stages, spec_at
 from vlagent.batching import image_frame
 from vlagent.codec import Answer, GroundingCodec
+from vlagent.codec.grounding import instruction_phrase
 from vlagent.rollout.runner import Decision
 from vlagent.rollout.tokens import PromptCache, set_pixel_budget
 from vlagent.rollout.trajectory import Segment, Trajectory, Turn
@@ -101,10 +102,14 @@ class GroundingDemonstrator:
     are in the coordinate space of the run that wrote it (same model family and
     ``task.pixel_budget`` keep them right)."""
 
-    def __init__(self, codec: GroundingCodec, demo_text: str = "target") -> None:
+    def __init__(
+        self, codec: GroundingCodec, demo_text: str = "target", label: str = "fixed"
+    ) -> None:
         if demo_text not in ("target", "recorded"):
             raise ValueError(f"demo_text {demo_text!r} is unknown; use target or recorded")
-        self.codec, self.demo_text = codec, demo_text
+        if label not in ("fixed", "phrase"):
+            raise ValueError(f"label {label!r} is unknown; use fixed or phrase")
+        self.codec, self.demo_text, self.label = codec, demo_text, label
 
     def text(self, traj: Trajectory, obs: dict[str, Any], info: dict[str, Any]) -> str | None:
         described = (info.get("meta") or {}).get("describe_answer")
@@ -114,7 +119,10 @@ class GroundingDemonstrator:
             recorded = (info.get("meta") or {}).get("demo_text")
             if isinstance(recorded, str) and recorded.strip():
                 return recorded
-        return self.codec.render(tuple(info["target_box_norm"]), traj.segment.prompt.frame)
+        label = instruction_phrase(str(obs["instruction"])) if self.label == "phrase" else None
+        return self.codec.render(
+            tuple(info["target_box_norm"]), traj.segment.prompt.frame, label=label
+        )
 
 
 class GroundingWorld(World):
@@ -210,7 +218,7 @@ class GroundingWorld(World):
     def demonstrator(self) -> GroundingDemonstrator:
         t = self.cfg.task
         return GroundingDemonstrator(
-            self.codec, t.data.demo_text if t.source == "file" else "target"
+            self.codec, t.data.demo_text if t.source == "file" else "target", t.answer_label
         )
 
     def num_tasks(self, split: Split) -> int | None:

@@ -264,6 +264,11 @@ class ZoomWorld(GroundingWorld):
                 f"task.prompt_order={cfg.task.prompt_order!r}: the zoom world writes its "
                 "multi-turn prompts image first; use image_first (or world=grounding)"
             )
+        if cfg.task.answer_label != "fixed":
+            raise ConfigError(
+                f"task.answer_label={cfg.task.answer_label!r}: the zoom world's traces write "
+                "a fixed label; use fixed (or world=grounding)"
+            )
         if cfg.task.describe_mix > 0:
             raise ConfigError(
                 f"task.describe_mix={cfg.task.describe_mix}: describe tasks are single-turn; "
