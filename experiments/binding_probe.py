@@ -36,12 +36,14 @@ HELD_OUT = 1_000_000_000
 
 
 def _answer_prefix(codec: Any, sample: Any, frame: Any, label: str) -> str:
-    """The demonstration's text up to (not including) its first digit."""
+    """The demonstration's text up to (not including) its first coordinate digit."""
     from vlagent.codec.grounding import instruction_phrase
 
     named = instruction_phrase(sample.instruction) if label == "phrase" else None
     text = codec.render(tuple(sample.target_box_norm), frame, label=named)
-    return text[: next(i for i, c in enumerate(text) if c.isdigit())]
+    opens = [i for i in (text.find("["), text.rfind("(")) if i >= 0]  # not point_2d's 2
+    start = min(opens) if opens else 0
+    return text[: next(i for i in range(start, len(text)) if text[i].isdigit())]
 
 
 def probe_instruction(policy: Any, codec: Any, level: str, k: int, screens: int) -> dict:
