@@ -46,6 +46,12 @@ def _answer_prefix(codec: Any, sample: Any, frame: Any, label: str) -> str:
     return text[: next(i for i in range(start, len(text)) if text[i].isdigit())]
 
 
+def screen_keys(k: int, screen: int) -> list[int]:
+    """The K keys of held-out screen ``screen`` in a K-targets source (one screen's pixels)."""
+    first = HELD_OUT - HELD_OUT % k + k  # a multiple of k at or after HELD_OUT
+    return [first + k * screen + v for v in range(k)]
+
+
 def probe_instruction(policy: Any, codec: Any, level: str, k: int, screens: int) -> dict:
     from gui.grounding.sources import SyntheticSource
     from perception_tools.geometry import point_in_box
@@ -57,8 +63,8 @@ def probe_instruction(policy: Any, codec: Any, level: str, k: int, screens: int)
     hits = on_element = changed = n = 0
     for s in range(screens):
         points = set()
-        for v in range(k):
-            ex = src.sample(HELD_OUT + k * s + v)
+        for key in screen_keys(k, s):
+            ex = src.sample(key)
             prompt = encode_prompt(policy.processor, [ex.image], ex.instruction)
             ids = sample_turns(policy, [Segment(prompt)], [32], greedy=True)[0][0]
             text = policy.tokenizer.decode(ids, skip_special_tokens=True)

@@ -23,6 +23,17 @@ def test_ridge_classify_separates_separable_classes_and_reports_majority():
     assert noise["accuracy"] < 0.8
 
 
+def test_instruction_probe_keys_share_one_screen():
+    for k in (2, 3, 4):
+        src = SyntheticSource("basic2", targets_per_screen=k)
+        for screen in (0, 5):
+            keys = binding_probe.screen_keys(k, screen)
+            assert len(keys) == k and min(keys) >= binding_probe.HELD_OUT
+            images = [src.sample(key).image for key in keys]
+            assert all((im == images[0]).all() for im in images)
+        assert binding_probe.screen_keys(k, 1)[0] == binding_probe.screen_keys(k, 0)[-1] + 1
+
+
 def test_answer_prefix_stops_before_the_first_digit():
     ex = SyntheticSource("basic2").sample(3)
     frame = Frame(orig=ImageSize(224, 224), resized=ImageSize(224, 224))
