@@ -95,24 +95,22 @@ def _ridge_classify(x: np.ndarray, labels: list[str], fit: int) -> dict:
 
 
 def probe_colour(policy: Any, level: str, screens: int = 400) -> dict:
+    from experiments.vision_probe import visual_tokens
     from gui.grounding.sources import SyntheticSource
     from vlagent.rollout.tokens import encode_prompt
 
     src = SyntheticSource(level)
+    dim = int(policy.model.config.text_config.hidden_size)  # the merger's output width
     feats, colours, shapes = [], [], []
     for s in range(screens):
         ex = src.sample(HELD_OUT + s)
         prompt = encode_prompt(policy.processor, [ex.image], ex.instruction)
-        with torch.no_grad():
-            out = policy.model.model.get_image_features(prompt.pixel_values, prompt.image_grid_thw)
-        f = getattr(out, "pooler_output", None)
-        f = (out[0] if f is None else f)[0]
-        _, h, w = (int(v) for v in prompt.image_grid_thw[0])
-        f = f.reshape(h // 2, w // 2, -1)
+        grid = visual_tokens(policy, ex.image).reshape(-1, dim)  # [T, D], row-major
+        f = grid.reshape(int(prompt.image_grid_thw[0, 1]) // 2, -1, dim)  # 2×2 merge
         x0, y0, x1, y1 = ex.target_box_norm
         row = min(int((y0 + y1) / 2 * f.shape[0]), f.shape[0] - 1)
         col = min(int((x0 + x1) / 2 * f.shape[1]), f.shape[1] - 1)
-        feats.append(f[row, col].float().numpy())
+        feats.append(f[row, col])
         target = next(e for e in ex.elements if e.box_norm == ex.target_box_norm)
         colours.append(str(target.colour))
         shapes.append(str(target.shape))
