@@ -43,7 +43,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     from vlagent.quickstart import print_summary, run_quickstart, run_seeds
 
     level = [f"task.level={args.level}"] if args.level else []
-    cfg = load_config(_config_path(args.config, "quickstart"), [*level, *args.overrides])
+    init = [f"model.path={args.init}", "model.build_tiny=false"] if args.init else []
+    cfg = load_config(_config_path(args.config, "quickstart"), [*level, *init, *args.overrides])
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     summaries = run_seeds(cfg, seeds) if seeds else [run_quickstart(cfg)]
     if args.json and os.environ.get("RANK", "0") == "0":  # under torchrun: rank 0 writes
@@ -162,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="synthetic screen level (basic, basic2, shapes, widgets ...; sim.screens.LEVELS): "
         "the same story on another rung of the ladder (= task.level=NAME)",
+    )
+    p.add_argument(
+        "--init",
+        default=None,
+        help="start from this trained checkpoint instead of a fresh tiny model, e.g. the "
+        "previous rung of a level curriculum (= model.path=PATH model.build_tiny=false)",
     )
     p.set_defaults(func=cmd_quickstart)
 

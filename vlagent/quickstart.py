@@ -1,7 +1,8 @@
 """The main job: a tiny VLM learns to click on synthetic screens, SFT then GRPO, on CPU.
 
 Pipeline (one seed; ``--seeds`` repeats it and aggregates):
-    1. build a tiny random Qwen-VL offline; evaluate it (held-out test screens) with baselines
+    1. build a tiny random Qwen-VL offline (or start from a trained checkpoint: ``--init``);
+       evaluate it (held-out test screens) with baselines
     2. SFT on a small fixed set of demonstrations until validation accuracy plateaus
     3. GRPO from the SFT checkpoint on fresh screens scored only by the reward
     4. continued SFT from the same checkpoint on the same demos, as many updates as GRPO made
@@ -23,7 +24,8 @@ from typing import Any
 
 import psutil
 
-from vlagent.config import GRPOConfig, SFTConfig, TrainConfig
+from vlagent.config import GRPOConfig, ModelConfig, SFTConfig, TrainConfig
+from vlagent.errors import ConfigError
 from vlagent.eval.evaluate import evaluate as evaluate_world
 from vlagent.io import atomic_write_json, atomic_write_text
 from vlagent.models.loading import load_policy
@@ -81,6 +83,24 @@ def control_sft_config(sft: SFTConfig, grpo: GRPOConfig) -> SFTConfig:
     )
 
 
+def start_model_config(cfg: TrainConfig, root: Path) -> ModelConfig:
+    """Where the story starts.
+
+    ``model.build_tiny=true`` (the default): a fresh tiny model built under ``root/model`` with
+    ``model.tiny_seed = run.seed``. ``model.build_tiny=false``: the trained checkpoint at
+    ``model.path`` (``vlagent quickstart --init PATH``), e.g. the previous rung of a level
+    curriculum, so the SFT-vs-GRPO comparison runs on a level a fresh model cannot start on.
+    """
+    if cfg.model.build_tiny:
+        return dataclasses.replace(cfg.model, path=str(root / "model"), tiny_seed=cfg.run.seed)
+    if not (Path(cfg.model.path).expanduser() / "config.json").is_file():
+        raise ConfigError(
+            f"model.path={cfg.model.path!r} has no config.json: with model.build_tiny=false "
+            "(quickstart --init) the story starts from that trained checkpoint"
+        )
+    return cfg.model
+
+
 def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     """Run the pipeline for ``cfg.run.seed`` into ``cfg.run.out_dir``; returns the summary."""
     quiet_transformers()
@@ -90,10 +110,9 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     root = Path(cfg.run.out_dir)
     root.mkdir(parents=True, exist_ok=True)
     seed = cfg.run.seed
-    model_cfg = dataclasses.replace(cfg.model, path=str(root / "model"), tiny_seed=seed)
     cfg = dataclasses.replace(
         cfg,
-        model=model_cfg,
+        model=start_model_config(cfg, root),
         task=dataclasses.replace(
             cfg.task, demo_seed_offset=cfg.task.demo_seed_offset + seed * 100_000
         ),

@@ -34,3 +34,39 @@ def test_level_flag_overrides_the_task_level(monkeypatch, tmp_path):
     monkeypatch.setattr(qs, "run_quickstart", fake_run)
     cli.main(["quickstart", "--level", "shapes", f"run.out_dir={tmp_path}"])
     assert seen["level"] == "shapes"
+
+
+def test_init_flag_starts_from_that_checkpoint(monkeypatch, tmp_path):
+    import vlagent.quickstart as qs
+    from vlagent import cli
+
+    seen = {}
+
+    def fake_run(cfg):
+        seen["model"] = (cfg.model.path, cfg.model.build_tiny)
+        return _summary({"random_click": 0.0, "center_click": 0.0})
+
+    monkeypatch.setattr(qs, "run_quickstart", fake_run)
+    cli.main(["quickstart", "--init", "runs/basic2/final", f"run.out_dir={tmp_path}"])
+    assert seen["model"] == ("runs/basic2/final", False)
+
+
+def test_start_model_is_the_checkpoint_only_without_build_tiny(tmp_path):
+    import dataclasses
+
+    import pytest
+
+    from vlagent.config import load_config
+    from vlagent.errors import ConfigError
+    from vlagent.quickstart import start_model_config
+
+    cfg = load_config("quickstart", ["run.seed=4"])
+    fresh = start_model_config(cfg, tmp_path)
+    assert (fresh.path, fresh.tiny_seed) == (str(tmp_path / "model"), 4)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    init = dataclasses.replace(cfg.model, path=str(ckpt), build_tiny=False)
+    with pytest.raises(ConfigError, match="no config.json"):
+        start_model_config(dataclasses.replace(cfg, model=init), tmp_path)
+    (ckpt / "config.json").write_text("{}")
+    assert start_model_config(dataclasses.replace(cfg, model=init), tmp_path).path == str(ckpt)
