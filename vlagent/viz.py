@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from pathlib import Path
 
 import numpy as np
@@ -65,12 +67,14 @@ def plot_accuracy(
     )
     for b, v in zip(bars, vals, strict=True):
         ax.text(b.get_x() + b.get_width() / 2, v + 1, f"{v:.1f}", ha="center", fontsize=9)
-    styles = iter(["--", ":", "-."])
+    # one style per baseline, however many the level has (7 on element levels)
+    styles = itertools.cycle(itertools.product(["--", ":", "-."], ["black", "#C44E52", "#8C8C8C"]))
     for name, v in baselines.items():
+        style, colour = next(styles)
         ax.axhline(
             100 * v,
-            linestyle=next(styles),
-            color="black",
+            linestyle=style,
+            color=colour,
             linewidth=1,
             label=f"{name} {100 * v:.1f}",
         )

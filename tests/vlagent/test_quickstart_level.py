@@ -70,3 +70,15 @@ def test_start_model_is_the_checkpoint_only_without_build_tiny(tmp_path):
         start_model_config(dataclasses.replace(cfg, model=init), tmp_path)
     (ckpt / "config.json").write_text("{}")
     assert start_model_config(dataclasses.replace(cfg, model=init), tmp_path).path == str(ckpt)
+
+
+def test_accuracy_plot_takes_every_baseline_of_an_element_level(tmp_path):
+    """Element levels report 7 baselines; the plot must draw them all (it ran out of styles
+    after 3 and crashed the end of ``quickstart --level shapes``)."""
+    from vlagent.viz import plot_accuracy
+
+    base = {"random_click": 0.03, "center_click": 0.05, "random_element": 0.24}
+    base |= {"largest_element": 0.27, "same_colour": 0.78, "same_shape": 0.73, "same_kind": 0.24}
+    stages = {"before": 0.19, "sft": 0.26, "grpo": 0.31, "sft_continued": 0.26}
+    out = plot_accuracy(stages, base, tmp_path / "accuracy.png", "shapes")
+    assert out.stat().st_size > 1000
