@@ -68,9 +68,7 @@ def level_row(level: str, summaries: list[dict[str, Any]]) -> dict[str, Any]:
             {
                 "seed": s["seed"],
                 **{k: round(100 * s["accuracy"][k], 1) for k in STAGES},
-                "ci95": {
-                    k: [round(100 * v, 1) for v in s["accuracy_ci95"][k]] for k in STAGES
-                },
+                "ci95": {k: [round(100 * v, 1) for v in s["accuracy_ci95"][k]] for k in STAGES},
                 "grpo_gain": round(g, 1),
                 "sft_steps": s["sft"]["steps"],
                 "num_demos": s["sft"].get("num_demos"),
