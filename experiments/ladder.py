@@ -97,16 +97,16 @@ def level_row(level: str, summaries: list[dict[str, Any]]) -> dict[str, Any]:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """One line per level: means over seeds, the gain interval, the baselines."""
     out = [
-        "| level | seeds | SFT (scarce demos) | SFT + GRPO | SFT + more SFT | GRPO gain, mean [95 % CI] "
-        "| gain > 0 every seed | best blind baseline | partial baselines |",
-        "|---|---:|---:|---:|---:|---|:-:|---|---|",
+        "| level | seeds | demos (0 = fresh labels) | SFT | SFT + GRPO | SFT + more SFT "
+        "| GRPO gain, mean [95 % CI] | gain > 0 every seed | best blind baseline | partial baselines |",
+        "|---|---:|---:|---:|---:|---:|---|:-:|---|---|",
     ]
     for r in rows:
         m, (g, lo, hi) = r["mean"], r["grpo_gain_mean_ci95"]
         partial = ", ".join(f"{k} {v:.1f}" for k, v in r["baselines_partial"].items()) or "-"
         best = r["best_blind"]
         out.append(
-            f"| {r['level']} | {len(r['seeds'])} | {m['sft']:.1f} | {m['grpo']:.1f} | "
+            f"| {r['level']} | {len(r['seeds'])} | {r['per_seed'][0]['num_demos']} | {m['sft']:.1f} | {m['grpo']:.1f} | "
             f"{m['sft_continued']:.1f} | {g:+.1f} [{lo:+.1f}, {hi:+.1f}] | "
             f"{'yes' if r['grpo_gain_every_seed'] else 'no'} | "
             f"{r['baselines_blind'][best]:.1f} ({best}) | {partial} |"
