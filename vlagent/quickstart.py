@@ -24,7 +24,7 @@ from typing import Any
 
 import psutil
 
-from vlagent.config import GRPOConfig, ModelConfig, SFTConfig, TrainConfig
+from vlagent.config import GRPOConfig, ModelConfig, SFTConfig, TaskConfig, TrainConfig
 from vlagent.errors import ConfigError
 from vlagent.eval.evaluate import evaluate as evaluate_world
 from vlagent.io import atomic_write_json, atomic_write_text
@@ -101,6 +101,27 @@ def start_model_config(cfg: TrainConfig, root: Path) -> ModelConfig:
     return cfg.model
 
 
+SEED_STRIDE = 100_000
+"""Task ids one seed moves its demo (and, from a shared checkpoint, training) screens by: more
+than a run draws (1,500 SFT steps × 16 = 24,000), far less than ``world_config.SEED_GAP``."""
+
+
+def seeded_task(cfg: TrainConfig) -> TaskConfig:
+    """The task of seed ``run.seed``: its own demonstrations always; its own training screens
+    (fresh-label SFT and GRPO) when the story starts from a trained checkpoint.
+
+    With a fresh tiny model, ``model.tiny_seed`` already makes seeds differ, and the training
+    screens stay those of the recorded quickstart seeds. From a shared checkpoint
+    (``--init``), fresh-label SFT is otherwise deterministic: every seed would train the same
+    model on the same screens. Seed 0 is unchanged either way.
+    """
+    t, shift = cfg.task, cfg.run.seed * SEED_STRIDE
+    train = t.train_seed_offset + (0 if cfg.model.build_tiny else shift)
+    return dataclasses.replace(
+        t, demo_seed_offset=t.demo_seed_offset + shift, train_seed_offset=train
+    )
+
+
 def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     """Run the pipeline for ``cfg.run.seed`` into ``cfg.run.out_dir``; returns the summary."""
     quiet_transformers()
@@ -110,13 +131,7 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     root = Path(cfg.run.out_dir)
     root.mkdir(parents=True, exist_ok=True)
     seed = cfg.run.seed
-    cfg = dataclasses.replace(
-        cfg,
-        model=start_model_config(cfg, root),
-        task=dataclasses.replace(
-            cfg.task, demo_seed_offset=cfg.task.demo_seed_offset + seed * 100_000
-        ),
-    )
+    cfg = dataclasses.replace(cfg, model=start_model_config(cfg, root), task=seeded_task(cfg))
     base_model = ensure_model(cfg.model)
     e = cfg.eval
 

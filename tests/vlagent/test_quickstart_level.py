@@ -82,3 +82,26 @@ def test_accuracy_plot_takes_every_baseline_of_an_element_level(tmp_path):
     stages = {"before": 0.19, "sft": 0.26, "grpo": 0.31, "sft_continued": 0.26}
     out = plot_accuracy(stages, base, tmp_path / "accuracy.png", "shapes")
     assert out.stat().st_size > 1000
+
+
+def test_seeds_from_a_shared_checkpoint_train_on_their_own_screens():
+    """From ``--init`` every seed starts from the same weights: unless the training screens
+    move with the seed, fresh-label SFT is the same run on every seed."""
+    import dataclasses
+
+    from vlagent.config import load_config
+    from vlagent.quickstart import SEED_STRIDE, seeded_task
+
+    def task(seed, build_tiny):
+        cfg = load_config("quickstart", [f"run.seed={seed}"])
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, build_tiny=build_tiny))
+        return seeded_task(cfg)
+
+    base = load_config("quickstart", []).task
+    init2 = task(2, False)
+    assert init2.train_seed_offset == base.train_seed_offset + 2 * SEED_STRIDE
+    assert init2.demo_seed_offset == base.demo_seed_offset + 2 * SEED_STRIDE
+    fresh2 = task(2, True)  # the recorded quickstart seeds keep their training screens
+    assert fresh2.train_seed_offset == base.train_seed_offset
+    assert fresh2.demo_seed_offset == base.demo_seed_offset + 2 * SEED_STRIDE
+    assert task(0, False) == base
