@@ -60,3 +60,18 @@ def test_duplicate_seed_is_refused():
 def test_t_interval_hand_computed():
     m, lo, hi = mean_ci95([10.0, 14.0])  # sd 2.828, se 2, t(1) 12.706
     assert (m, lo, hi) == (12.0, pytest.approx(12 - 25.412), pytest.approx(12 + 25.412))
+
+
+def test_readme_ladder_quotes_the_stored_table():
+    """README's ladder rows are the means in docs/results/ladder.json (a rerun must update both)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for row in json.loads((root / "docs/results/ladder.json").read_text())["levels"]:
+        m = row["mean"]
+        cells = (
+            f"| {len(row['seeds'])} | {m['sft']:.1f} | {m['grpo']:.1f} | {m['sft_continued']:.1f} |"
+        )
+        assert cells in readme, f"{row['level']}: README lacks {cells}"
