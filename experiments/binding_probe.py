@@ -95,18 +95,14 @@ def _ridge_classify(x: np.ndarray, labels: list[str], fit: int) -> dict:
 
 
 def probe_colour(policy: Any, level: str, screens: int = 400) -> dict:
-    from experiments.vision_probe import visual_tokens
+    from experiments.vision_probe import visual_grid
     from gui.grounding.sources import SyntheticSource
-    from vlagent.rollout.tokens import encode_prompt
 
     src = SyntheticSource(level)
-    dim = int(policy.model.config.text_config.hidden_size)  # the merger's output width
     feats, colours, shapes = [], [], []
     for s in range(screens):
         ex = src.sample(HELD_OUT + s)
-        prompt = encode_prompt(policy.processor, [ex.image], ex.instruction)
-        grid = visual_tokens(policy, ex.image).reshape(-1, dim)  # [T, D], row-major
-        f = grid.reshape(int(prompt.image_grid_thw[0, 1]) // 2, -1, dim)  # 2×2 merge
+        f = visual_grid(policy, ex.image)  # [H/2, W/2, D]
         x0, y0, x1, y1 = ex.target_box_norm
         row = min(int((y0 + y1) / 2 * f.shape[0]), f.shape[0] - 1)
         col = min(int((x0 + x1) / 2 * f.shape[1]), f.shape[1] - 1)

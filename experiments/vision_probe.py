@@ -51,8 +51,9 @@ def ridge_r2(x: np.ndarray, y: np.ndarray, frac: float = 0.75, lam_per_dim: floa
     return [float(v) for v in 1 - res / tot]
 
 
-def visual_tokens(policy: Any, image: np.ndarray) -> np.ndarray:
-    """The vision tower's merged output for one image, flattened: [T * D] float."""
+def visual_grid(policy: Any, image: np.ndarray) -> np.ndarray:
+    """The vision tower's merged output for one image on its token grid: [H/2, W/2, D] float
+    (H, W: the patch grid; one token per 2×2 patches after the merger; row-major)."""
     import torch
 
     model = policy.model
@@ -63,7 +64,13 @@ def visual_tokens(policy: Any, image: np.ndarray) -> np.ndarray:
     feats = getattr(out, "pooler_output", None)
     if feats is None:
         feats = out[0] if isinstance(out, tuple | list) else out
-    return feats.reshape(-1).float().numpy()
+    rows = int(inputs["image_grid_thw"][0, 1]) // 2
+    return feats.float().numpy().reshape(rows, -1, feats.shape[-1])
+
+
+def visual_tokens(policy: Any, image: np.ndarray) -> np.ndarray:
+    """The vision tower's merged output for one image, flattened: [T * D] float."""
+    return visual_grid(policy, image).reshape(-1)
 
 
 def robot_samples(size: int, n: int) -> tuple[list[np.ndarray], np.ndarray]:
