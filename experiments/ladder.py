@@ -32,6 +32,9 @@ from vlagent.io import atomic_write_json
 STAGES = ("before", "sft", "grpo", "sft_continued")
 BLIND = ("random_element", "largest_element", "random_click", "center_click")
 PARTIAL = ("same_colour", "same_shape", "same_kind")
+CONTROL_DEFAULT = "same_updates_and_sequences"
+"""The quickstart's control: as many SFT updates and sequences as GRPO. ``same_seconds``
+(``experiments.stage_summary``): SFT for as many training seconds as GRPO took."""
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
@@ -61,6 +64,9 @@ def level_row(level: str, summaries: list[dict[str, Any]]) -> dict[str, Any]:
     blind = {k: 100 * base[k] for k in BLIND if k in base}
     best_blind = max(blind, key=lambda k: blind[k])
     grpo_mean = statistics.fmean(pct["grpo"])
+    controls = {s.get("control", CONTROL_DEFAULT) for s in summaries}
+    if len(controls) != 1:
+        raise ValueError(f"{level}: seeds use different controls {sorted(controls)}")
     return {
         "level": level,
         "seeds": seeds,
@@ -74,6 +80,7 @@ def level_row(level: str, summaries: list[dict[str, Any]]) -> dict[str, Any]:
                 "num_demos": s["sft"].get("num_demos"),
                 "grpo_steps": s["grpo"]["steps"],
                 "sft_continued_steps": s["sft_continued"]["steps"],
+                "control": s.get("control", CONTROL_DEFAULT),
                 "seconds": round(s["seconds"]),
             }
             for s, g in zip(summaries, gains, strict=True)
@@ -81,6 +88,7 @@ def level_row(level: str, summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "mean": {k: round(statistics.fmean(v), 1) for k, v in pct.items()},
         "grpo_gain_mean_ci95": mean_ci95(gains),
         "grpo_gain_every_seed": all(g > 0 for g in gains),
+        "control": controls.pop(),
         "grpo_beats_more_sft_every_seed": all(
             g > c for g, c in zip(pct["grpo"], pct["sft_continued"], strict=True)
         ),
@@ -107,7 +115,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         best = r["best_blind"]
         out.append(
             f"| {r['level']} | {len(r['seeds'])} | {r['per_seed'][0]['num_demos']} | {m['sft']:.1f} | {m['grpo']:.1f} | "
-            f"{m['sft_continued']:.1f} | {g:+.1f} [{lo:+.1f}, {hi:+.1f}] | "
+            f"{m['sft_continued']:.1f}{' (same seconds)' if r['control'] == 'same_seconds' else ''} | {g:+.1f} [{lo:+.1f}, {hi:+.1f}] | "
             f"{'yes' if r['grpo_gain_every_seed'] else 'no'} | "
             f"{r['baselines_blind'][best]:.1f} ({best}) | {partial} |"
         )
