@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vlagent.io import atomic_write_json
+from vlagent.train.outputs import read_metrics
 
 STAGE_FLAGS = ("sft", "grpo", "sft_continued")
 CONTROLS = ("same_updates_and_sequences", "same_seconds")
@@ -42,8 +43,7 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not a training run directory")
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    steps = [r for r in rows if "train_seconds" in r]
+    steps = [r for r in read_metrics(path) if "train_seconds" in r]
     if not steps:
         raise ValueError(f"{path}: no step with train_seconds")
     last = max(steps, key=lambda r: r["step"])
