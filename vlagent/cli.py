@@ -46,7 +46,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     init = [f"model.path={args.init}", "model.build_tiny=false"] if args.init else []
     cfg = load_config(_config_path(args.config, "quickstart"), [*level, *init, *args.overrides])
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
-    summaries = run_seeds(cfg, seeds) if seeds else [run_quickstart(cfg)]
+    ctl = args.control
+    summaries = run_seeds(cfg, seeds, ctl) if seeds else [run_quickstart(cfg, ctl)]
     if args.json and os.environ.get("RANK", "0") == "0":  # under torchrun: rank 0 writes
         from vlagent.io import atomic_write_json
 
@@ -169,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="start from this trained checkpoint instead of a fresh tiny model, e.g. the "
         "previous rung of a level curriculum (= model.path=PATH model.build_tiny=false)",
+    )
+    p.add_argument(
+        "--control",
+        default="same_updates_and_sequences",
+        choices=("same_updates_and_sequences", "same_seconds"),
+        help="how the continued-SFT control matches GRPO: as many updates and sequences "
+        "(default; independent of machine load) or as many training seconds (fresh-label SFT "
+        "then reads screens past those the SFT stage read)",
     )
     p.set_defaults(func=cmd_quickstart)
 

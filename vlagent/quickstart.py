@@ -6,7 +6,8 @@ Pipeline (one seed; ``--seeds`` repeats it and aggregates):
     2. SFT on a small fixed set of demonstrations until validation accuracy plateaus
     3. GRPO from the SFT checkpoint on fresh screens scored only by the reward
     4. continued SFT from the same checkpoint on the same demos, as many updates as GRPO made
-       with as many sequences per update (``control_sft_config``)
+       with as many sequences per update (``control_sft_config``); or, with
+       ``--control same_seconds``, for as many training seconds as GRPO took
     5. evaluate every stage on the same held-out screens; print the table, save a plot,
        annotated samples and ``summary.json``
 
@@ -30,8 +31,8 @@ from vlagent.eval.evaluate import evaluate as evaluate_world
 from vlagent.io import atomic_write_json, atomic_write_text
 from vlagent.models.loading import load_policy
 from vlagent.train.common import ensure_model, quiet_transformers, setup_threads
-from vlagent.train.grpo import run_grpo
-from vlagent.train.sft import run_sft
+from vlagent.train.grpo import GRPOResult, run_grpo
+from vlagent.train.sft import SFTResult, run_sft
 from vlagent.viz import plot_accuracy
 from vlagent.worlds import make_world
 
@@ -65,21 +66,79 @@ class _PeakRSS:
         return self.peak
 
 
-def control_sft_config(sft: SFTConfig, grpo: GRPOConfig) -> SFTConfig:
-    """The continued-SFT control, matched to GRPO's step budget.
+CONTROLS = ("same_updates_and_sequences", "same_seconds")
+"""How the continued-SFT control is matched to GRPO (``vlagent quickstart --control``)."""
+SAME_SECONDS_MAX_STEPS = 1_000_000
+"""Step cap of a ``same_seconds`` control: never reached, the time budget stops it first."""
 
-    Same number of optimizer updates as GRPO (``grpo.steps``) and the same number of sequences
-    per update (``prompts_per_step × group_size``), so both arms see equally many training
-    sequences. No time cap and no early stop: the budget is steps, so the control does not
-    depend on machine load.
+
+def control_sft_config(
+    sft: SFTConfig,
+    grpo: GRPOConfig,
+    control: str = "same_updates_and_sequences",
+    grpo_seconds: float = 0.0,
+) -> SFTConfig:
+    """The continued-SFT control, matched to GRPO.
+
+    ``same_updates_and_sequences`` (the default): as many optimizer updates as GRPO
+    (``grpo.steps``) and as many sequences per update (``prompts_per_step × group_size``), so
+    both arms see equally many training sequences. No time cap: the budget is steps, so the
+    control does not depend on machine load.
+
+    ``same_seconds``: SFT's own batch size for ``grpo_seconds`` of training (GRPO's
+    ``train_seconds``): what a user with a wall-clock budget would compare. Depends on machine
+    load, so both arms must run on an equally busy machine.
+
+    Neither stops early on validation accuracy.
     """
+    if control == "same_updates_and_sequences":
+        return dataclasses.replace(
+            sft,
+            steps=grpo.steps,
+            batch_size=grpo.prompts_per_step * grpo.group_size,
+            max_seconds=0,
+            stop_accuracy=0.0,
+            plateau_patience=0,
+        )
+    if control != "same_seconds":
+        raise ConfigError(f"control {control!r}: one of {', '.join(CONTROLS)}")
+    if grpo_seconds <= 0:
+        raise ConfigError(
+            f"same_seconds control needs GRPO's training seconds > 0, got {grpo_seconds}"
+        )
     return dataclasses.replace(
         sft,
-        steps=grpo.steps,
-        batch_size=grpo.prompts_per_step * grpo.group_size,
-        max_seconds=0,
+        steps=SAME_SECONDS_MAX_STEPS,
+        max_seconds=grpo_seconds,
         stop_accuracy=0.0,
         plateau_patience=0,
+    )
+
+
+def control_task(task: TaskConfig, sft: SFTConfig, sft_steps: int, control: str) -> TaskConfig:
+    """The control's task: with fresh labels (``sft.num_demos == 0``) and ``same_seconds``, its
+    training screens start after the ``sft_steps × sft.batch_size`` the SFT stage read, so the
+    control learns from screens it has not seen. Otherwise unchanged: a fixed demo set is the
+    point of the comparison, and the steps-matched control keeps its recorded screens."""
+    if control == "same_seconds" and sft.num_demos == 0:
+        shift = sft_steps * sft.batch_size
+        return dataclasses.replace(task, train_seed_offset=task.train_seed_offset + shift)
+    return task
+
+
+def control_phase_cfg(
+    cfg: TrainConfig, root: Path, sft: SFTResult, grpo: GRPOResult, control: str
+) -> TrainConfig:
+    """The control stage's config: SFT from the SFT stage's checkpoint into ``root/sft_continued``,
+    matched to the GRPO stage that ran (``control_sft_config``, ``control_task``)."""
+    return _phase_cfg(
+        cfg,
+        root,
+        "sft_continued",
+        sft.final_dir,
+        recipe="sft",
+        sft=control_sft_config(cfg.sft, cfg.grpo, control, grpo.train_seconds),
+        task=control_task(cfg.task, cfg.sft, sft.steps, control),
     )
 
 
@@ -122,8 +181,13 @@ def seeded_task(cfg: TrainConfig) -> TaskConfig:
     )
 
 
-def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
-    """Run the pipeline for ``cfg.run.seed`` into ``cfg.run.out_dir``; returns the summary."""
+def run_quickstart(cfg: TrainConfig, control: str = "same_updates_and_sequences") -> dict[str, Any]:
+    """Run the pipeline for ``cfg.run.seed`` into ``cfg.run.out_dir``; returns the summary.
+
+    ``control``: how the continued-SFT control is matched to GRPO (``CONTROLS``).
+    """
+    if control not in CONTROLS:
+        raise ConfigError(f"control {control!r}: one of {', '.join(CONTROLS)}")
     quiet_transformers()
     setup_threads(cfg.run.threads)
     t_start = time.time()
@@ -171,10 +235,7 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
     rss.poll()
     results["grpo"] = evaluate(grpo.final_dir, "grpo")
 
-    cont_sft = control_sft_config(cfg.sft, cfg.grpo)
-    cont = run_sft(
-        _phase_cfg(cfg, root, "sft_continued", sft.final_dir, recipe="sft", sft=cont_sft)
-    )
+    cont = run_sft(control_phase_cfg(cfg, root, sft, grpo, control))
     rss.poll()
     results["sft_continued"] = evaluate(cont.final_dir, "sft_continued")
 
@@ -195,6 +256,7 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
         },
         "grpo": {"steps": grpo.steps, "train_seconds": grpo.train_seconds},
         "sft_continued": {"steps": cont.steps, "train_seconds": cont.train_seconds},
+        "control": control,
         "seconds": time.time() - t_start,
         "peak_rss_mb": rss.poll(),
     }
@@ -203,7 +265,7 @@ def run_quickstart(cfg: TrainConfig) -> dict[str, Any]:
         "before": "before",
         "sft": f"SFT ({cfg.sft.num_demos} demos)",
         "grpo": "+ GRPO",
-        "sft_continued": "+ more SFT",
+        "sft_continued": "+ more SFT" + (" (same seconds)" if control == "same_seconds" else ""),
     }
     plot_accuracy(
         {labels[k]: summary["accuracy"][k] for k in STAGES},
@@ -227,6 +289,11 @@ def best_element_baseline(baselines: dict[str, float]) -> str:
     return f"{100 * have[name]:.1f} ({name})"
 
 
+def _control_mark(summary: dict[str, Any]) -> str:
+    """`` (same seconds)`` beside a control matched on time; nothing for the default."""
+    return " (same seconds)" if summary.get("control") == "same_seconds" else ""
+
+
 def format_table(summaries: list[dict[str, Any]]) -> str:
     """Markdown table of accuracy per stage for one or more seeds (plus mean when several)."""
     head = "| seed | before | SFT | SFT + GRPO | SFT + more SFT | GRPO gain | random click | centre click | best element baseline | seconds | peak RSS MB |\n"
@@ -236,7 +303,7 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
         a = s["accuracy"]
         rows.append(
             f"| {s['seed']} | {100 * a['before']:.1f} | {100 * a['sft']:.1f} | {100 * a['grpo']:.1f} | "
-            f"{100 * a['sft_continued']:.1f} | {100 * (a['grpo'] - a['sft']):+.1f} | "
+            f"{100 * a['sft_continued']:.1f}{_control_mark(s)} | {100 * (a['grpo'] - a['sft']):+.1f} | "
             f"{100 * s['baselines']['random_click']:.1f} | {100 * s['baselines']['center_click']:.1f} | "
             f"{best_element_baseline(s['baselines'])} | {s['seconds']:.0f} | {s['peak_rss_mb']:.0f} |"
         )
@@ -253,13 +320,15 @@ def format_table(summaries: list[dict[str, Any]]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
-def run_seeds(cfg: TrainConfig, seeds: list[int]) -> list[dict[str, Any]]:
+def run_seeds(
+    cfg: TrainConfig, seeds: list[int], control: str = "same_updates_and_sequences"
+) -> list[dict[str, Any]]:
     """Run the pipeline once per seed into ``<out_dir>/seed_<s>`` and write a combined table."""
     root = Path(cfg.run.out_dir)
     out = []
     for s in seeds:
         run = dataclasses.replace(cfg.run, seed=s, out_dir=str(root / f"seed_{s}"))
-        out.append(run_quickstart(dataclasses.replace(cfg, run=run)))
+        out.append(run_quickstart(dataclasses.replace(cfg, run=run), control))
     atomic_write_text(root / "results.md", format_table(out))
     atomic_write_json(root / "summaries.json", out)
     return out

@@ -27,7 +27,7 @@ def test_level_flag_overrides_the_task_level(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_run(cfg):
+    def fake_run(cfg, control="same_updates_and_sequences"):
         seen["level"] = cfg.task.level
         return _summary({"random_click": 0.0, "center_click": 0.0})
 
@@ -42,7 +42,7 @@ def test_init_flag_starts_from_that_checkpoint(monkeypatch, tmp_path):
 
     seen = {}
 
-    def fake_run(cfg):
+    def fake_run(cfg, control="same_updates_and_sequences"):
         seen["model"] = (cfg.model.path, cfg.model.build_tiny)
         return _summary({"random_click": 0.0, "center_click": 0.0})
 
