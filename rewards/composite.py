@@ -34,7 +34,7 @@ TermFn = Callable[..., RewardResult]
 @dataclass(frozen=True)
 class _TermKind:
     fn: TermFn
-    input: str  # "point", "box", "format", "action" or "text": what the term reads
+    input: str  # "point", "box", "format", "action", "text" or "elements": what the term reads
     params: tuple[str, ...] = ()
 
 
@@ -47,6 +47,7 @@ REGISTRY: Mapping[str, _TermKind] = {
     "gaussian_plane": _TermKind(grounding.gaussian_plane, "box", ("sigma_scale",)),
     "gaussian_mass_ratio": _TermKind(grounding.gaussian_mass_ratio, "box", ("sigma_scale",)),
     "distance_decay": _TermKind(grounding.distance_decay, "point", ("scale",)),
+    "attribute_match": _TermKind(grounding.attribute_match, "elements"),
     "format": _TermKind(format_reward, "format"),
     "action_type": _TermKind(action_type_match, "action"),
     "text_f1": _TermKind(text_f1, "text", ("threshold",)),
@@ -263,6 +264,9 @@ def score(spec: RewardSpec, prediction: Prediction, gt: object) -> RewardResult:
             raw = kind.fn(prediction.action_type, target.action_type).value
         elif kind.input == "text":
             raw = kind.fn(prediction.text, target.text, **term.params).value
+        elif kind.input == "elements":
+            reference = target.meta.get("reference")
+            raw = kind.fn(point, target.elements, target.target_index, reference).value
         else:
             raw = kind.fn(prediction.box, gt_box, **term.params).value * guard
         terms[term.name] = term.weight * raw

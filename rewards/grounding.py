@@ -9,6 +9,8 @@ so does an invalid ground-truth box. Only bad *parameters* (``sigma_scale``, ``s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 from perception_tools import geometry as geo
 from rewards.types import RewardResult, check_positive, norm_box_or_none, norm_point_or_none
@@ -294,3 +296,77 @@ def box_size_guard(pred_box: object, gt_box: object, max_area_ratio: float = 4.0
     # from failing on float rounding.
     ok = geo.box_area(pred) <= max_area_ratio * geo.box_area(gt) * (1.0 + 1e-9)
     return _result("size_guard", 1.0 if ok else 0.0)
+
+
+def _noun_key(element: Any) -> str:
+    """What a reference's noun names: the outline of a shape, else the role or kind."""
+    if element.kind == "shape" and element.shape:
+        return str(element.shape)
+    return "menuitem" if element.role == "menuitem" else str(element.kind)
+
+
+def _attributes(reference: str | None, element: Any) -> tuple[object, ...]:
+    """The attributes of ``element`` that a ``reference`` names (``sim.screens.instruction``):
+    a colour reference ("the red circle") its colour and its noun, a shape reference ("the
+    circle") its outline; any other reference (text, icon, position, ...) names the element as
+    a whole."""
+    if reference == "colour":
+        return (element.colour, _noun_key(element))
+    if reference == "shape":
+        return (element.shape,)
+    return (id(element),)
+
+
+def element_at(point: object, elements: Sequence[Any]) -> int | None:
+    """Index of the element whose box holds ``point`` (the smallest when boxes nest), or None.
+
+    ``elements``: objects with ``box_norm`` ``(x0, y0, x1, y1)``, normalized.
+    """
+    p = norm_point_or_none(point)
+    if p is None:
+        return None
+    hits = [
+        (geo.box_size(b)[0] * geo.box_size(b)[1], i)
+        for i, e in enumerate(elements)
+        if (b := norm_box_or_none(e.box_norm)) is not None and geo.point_in_box(p, b)
+    ]
+    return min(hits)[1] if hits else None
+
+
+def attribute_match(
+    point: object, elements: Sequence[Any], target_index: int | None, reference: str | None
+) -> RewardResult:
+    """Semantic partial credit: the share of the attributes the instruction names that the
+    clicked element has.
+
+    For "the red circle" (a ``colour`` reference) a click on the red circle scores 1, on a red
+    square or a blue circle 0.5, on a blue square, the background or off the image 0. For a
+    ``shape`` reference ("the circle") only a circle scores (1). Any other reference scores 1 on
+    the target only, like ``point_in_box``. A dense signal for binding words to elements: a
+    GRPO group whose samples all miss still ranks "right colour, wrong shape" above "wrong
+    both". Ours (not from a paper); it needs the screen's element list, so synthetic screens
+    only.
+
+    Args:
+        point: predicted ``(x, y)``, normalized.
+        elements: the screen's elements (``kind``, ``shape``, ``colour``, ``role``,
+            ``box_norm``), e.g. ``sim.screens.screen.Element``.
+        target_index: index of the target in ``elements``.
+        reference: how the instruction names the target (``colour``, ``shape``, ...).
+
+    Returns:
+        ``RewardResult`` with value in [0, 1] and term ``"attribute_match"``; 0 when the
+        target index is missing or out of range.
+    """
+    if target_index is None or not 0 <= target_index < len(elements):
+        return _result("attribute_match", 0.0)
+    hit = element_at(point, elements)
+    if hit is None:
+        return _result("attribute_match", 0.0)
+    if hit == target_index:
+        return _result("attribute_match", 1.0)
+    want = _attributes(reference, elements[target_index])
+    have = _attributes(reference, elements[hit])
+    return _result(
+        "attribute_match", sum(a == b for a, b in zip(want, have, strict=True)) / len(want)
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,10 @@ class RewardTarget:
         text: the expected typed text, when the data has one.
         instruction: the instruction shown to the policy.
         sample_id: the sample's stable id (used in error reports).
-        meta: the sample's extras (platform, data type, ...).
+        meta: the sample's extras (platform, data type, ``reference``: how the instruction
+            names the target, ...).
+        elements: the screen's elements (synthetic screens; empty when the data has none).
+        target_index: the target's index in ``elements``, when there are elements.
     """
 
     box: object = None
@@ -79,6 +82,8 @@ class RewardTarget:
     instruction: str = ""
     sample_id: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    elements: Sequence[Any] = ()
+    target_index: int | None = None
 
 
 def norm_point_or_none(point: object) -> Point | None:

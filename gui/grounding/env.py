@@ -73,6 +73,7 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
             )
         self.source = source
         self.reward_spec = reward_spec
+        self._needs_elements = any(t.name == "attribute_match" for t in reward_spec.terms)
         self.render_mode = render_mode
         self.observation_space = observation_space(
             source.image_size, source.charset, max_instruction_length
@@ -110,6 +111,13 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
         if unknown:
             raise GroundingEnvError(f"reset options {sorted(unknown)} are unknown; known: task_id")
         self._sample = self.source.sample(self._key(options.get("task_id")))
+        if self._needs_elements and not (
+            self._sample.elements and isinstance(self._sample.meta.get("target_index"), int)
+        ):
+            raise GroundingEnvError(
+                f"reward term 'attribute_match' needs the screen's elements and target index "
+                f"(synthetic screens); sample {self._sample.sample_id!r} has none"
+            )
         self._prediction = None
         self._terminated = False
         return self._obs(), self._info()
@@ -176,6 +184,7 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
         assert sample is not None
         meta = sample.meta
         action_type, text = meta.get("action_type"), meta.get("text")
+        index = meta.get("target_index")
         return RewardTarget(
             box=sample.target_box_norm,
             action_type=action_type if isinstance(action_type, str) else None,
@@ -183,6 +192,8 @@ class GroundingEnv(gymnasium.Env[dict[str, Any], dict[str, Any]]):
             instruction=sample.instruction,
             sample_id=sample.sample_id,
             meta=dict(meta),
+            elements=sample.elements,
+            target_index=index if isinstance(index, int) else None,
         )
 
     def _obs(self) -> dict[str, Any]:

@@ -157,7 +157,12 @@ class SyntheticSource:
                 screen = generate_screen(self.level, base)
                 self._screens.put(base, screen)
             screen = retarget_screen(screen, self.level, int(key) % k)
-        meta = {"level": self.level.name, "seed": int(key), "reference": screen.reference}
+        meta = {
+            "level": self.level.name,
+            "seed": int(key),
+            "reference": screen.reference,
+            "target_index": screen.target_index,
+        }
         if k > 1:
             meta["screen_seed"] = base
         if screen.panel_box_norm is not None:

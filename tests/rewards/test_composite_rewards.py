@@ -28,6 +28,7 @@ def test_known_terms_cover_the_registry() -> None:
     expected = {"point_in_box", "iou", "giou", "gaussian_point", "gaussian_plane"}
     expected |= {"gaussian_mass_ratio"}
     expected |= {"distance_decay", "format", "giou01", "action_type", "text_f1"}
+    expected |= {"attribute_match"}
     assert set(KNOWN_TERMS) == expected
 
 
@@ -47,7 +48,10 @@ def test_from_dict_builds_weighted_terms_with_params() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: RewardTerm("hit", 1.0), r"'hit' is unknown; known: action_type, distance_decay"),
+        (
+            lambda: RewardTerm("hit", 1.0),
+            r"'hit' is unknown; known: action_type, attribute_match, distance_decay",
+        ),
         (lambda: RewardTerm("iou", float("nan")), r"'iou': weight must be a finite number"),
         (lambda: RewardTerm("iou", float("inf")), r"weight must be a finite number, got inf"),
         (lambda: RewardTerm("iou", "1"), r"weight must be a finite number"),  # type: ignore[arg-type]
