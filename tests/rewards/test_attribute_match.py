@@ -91,8 +91,8 @@ def test_grounding_env_scores_partial_credit_on_a_synthetic_screen() -> None:
     seen = set()
     for task in range(40):
         _, info = env.reset(options={"task_id": task})
-        els, t, ref = info["elements"], info["meta"]["target_index"], info["meta"]["reference"]
-        target = els[t]
+        els, ref = info["elements"], info["meta"]["reference"]
+        (target,) = [e for e in els if e.box_norm == info["target_box_norm"]]  # not from meta
         for e in els:
             env.reset(options={"task_id": task})
             x0, y0, x1, y1 = e.box_norm
