@@ -299,7 +299,11 @@ def box_size_guard(pred_box: object, gt_box: object, max_area_ratio: float = 4.0
 
 
 def _noun_key(element: Any) -> str:
-    """What a reference's noun names: the outline of a shape, else the role or kind."""
+    """What a reference's noun names: the outline of a shape, else the role or kind.
+
+    The key of ``sim.screens.instruction.noun`` (which writes the word); kept here because
+    ``rewards`` may not import ``sim``. ``tests/rewards/test_attribute_match.py`` checks the two
+    agree on every element of generated screens through the env."""
     if element.kind == "shape" and element.shape:
         return str(element.shape)
     return "menuitem" if element.role == "menuitem" else str(element.kind)
@@ -326,7 +330,7 @@ def element_at(point: object, elements: Sequence[Any]) -> int | None:
     if p is None:
         return None
     hits = [
-        (geo.box_size(b)[0] * geo.box_size(b)[1], i)
+        (geo.box_area(b), i)
         for i, e in enumerate(elements)
         if (b := norm_box_or_none(e.box_norm)) is not None and geo.point_in_box(p, b)
     ]

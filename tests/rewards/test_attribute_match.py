@@ -84,10 +84,13 @@ def test_composite_reads_elements_target_index_and_reference() -> None:
     assert r.value == 1.5
 
 
-def test_grounding_env_scores_partial_credit_on_a_synthetic_screen() -> None:
+@pytest.mark.parametrize("level", ["shapes", "widgets"])
+def test_grounding_env_scores_partial_credit_on_a_synthetic_screen(level: str) -> None:
+    """Against the screen generator's own words (``sim.screens.instruction.noun``)."""
     from gui.grounding.env import make_synthetic_env
+    from sim.screens.instruction import noun
 
-    env = make_synthetic_env("shapes", reward={"point_in_box": 1.0, "attribute_match": 1.0})
+    env = make_synthetic_env(level, reward={"point_in_box": 1.0, "attribute_match": 1.0})
     seen = set()
     for task in range(40):
         _, info = env.reset(options={"task_id": task})
@@ -101,12 +104,14 @@ def test_grounding_env_scores_partial_credit_on_a_synthetic_screen() -> None:
             if e is target:
                 want = 1.0
             elif ref == "colour":
-                want = ((e.colour == target.colour) + (e.shape == target.shape)) / 2
-            else:
+                want = ((e.colour == target.colour) + (noun(e) == noun(target))) / 2
+            elif ref == "shape":
                 want = float(e.shape == target.shape)
+            else:
+                want = 0.0
             assert terms["attribute_match"] == pytest.approx(want), (task, e, target, ref)
             seen.add(want)
-    assert {0.0, 0.5, 1.0} <= seen  # every grade occurred
+    assert {0.0, 0.5, 1.0} <= seen  # every grade occurred on this level
 
 
 def test_attribute_match_without_elements_is_a_clear_error(tmp_path) -> None:
