@@ -138,3 +138,12 @@ def test_attribute_match_without_elements_is_a_clear_error(tmp_path) -> None:
     env = GroundingEnv(NoElements(), spec)  # type: ignore[arg-type]
     with pytest.raises(GroundingEnvError, match="'attribute_match' needs the screen's elements"):
         env.reset(options={"task_id": 0})
+
+
+def test_a_menu_item_is_not_a_button_of_the_same_colour() -> None:
+    """ "the red button": a red menu item (a button drawn in a menu) shares the colour only."""
+    button = El("button", (0.0, 0.0, 0.2, 0.1), "red", None, role="button")
+    item = El("button", (0.5, 0.0, 0.7, 0.1), "red", None, role="menuitem")
+    other = El("button", (0.0, 0.5, 0.2, 0.6), "red", None, role="button")
+    assert attribute_match((0.6, 0.05), (button, item, other), 0, "colour").value == 0.5
+    assert attribute_match((0.1, 0.55), (button, item, other), 0, "colour").value == 1.0
