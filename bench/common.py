@@ -111,11 +111,16 @@ class JobConfig:
 
 @dataclasses.dataclass(frozen=True)
 class SFTStart:
-    """The shared starting checkpoint: ``run_sft`` on fresh labelled screens, a fixed budget."""
+    """The shared starting checkpoint: ``run_sft`` for a fixed budget of steps.
+
+    ``num_demos`` = 0 trains on fresh labelled screens every step; N > 0 on N fixed
+    demonstrations (the quickstart's scarce-label start, which leaves GRPO room to climb).
+    """
 
     steps: int = 150
     batch_size: int = 16
     lr: float = 1e-3
+    num_demos: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,7 +275,9 @@ def sft_overrides(
         f"sft.steps={sft.steps}",
         f"sft.batch_size={sft.batch_size}",
         f"sft.lr={sft.lr}",
-        "sft.num_demos=0",
+        f"sft.num_demos={sft.num_demos}",
+        "sft.max_seconds=0",
+        "sft.plateau_patience=0",
         "eval.every=0",
         "eval.rollout_pictures=0",
         f"run.out_dir={out_dir}",
@@ -321,7 +328,12 @@ def ensure_sft_start(
 
     shutil.rmtree(out_dir, ignore_errors=True)
     cfg = load_config(None, sft_overrides(model_dir, size.family, job, sft, out_dir))
-    log.info("SFT start: %d steps on fresh %s screens", sft.steps, job.level)
+    log.info(
+        "SFT start: %d steps on %s %s screens",
+        sft.steps,
+        f"{sft.num_demos} fixed" if sft.num_demos else "fresh",
+        job.level,
+    )
     result = run_sft(cfg)
     policy = load_policy(result.final_dir, device=job.device)
     world = make_world(cfg, policy)

@@ -186,3 +186,51 @@ def test_ours_end_to_end_micro_budget(tmp_path):
     assert not run["reached"] and run["seconds"] is None
     assert [c["step"] for c in run["curve"]] == [1, 2]  # eval every step, 2-step cap
     assert 0 < run["curve"][0]["train_seconds"] < run["curve"][1]["train_seconds"]
+
+
+def test_quickstart_preset_is_the_readme_quickstart_job():
+    """Job 3 (time to threshold) must be the README quickstart's job, read from its recipe."""
+    import dataclasses
+
+    from vlagent.config import load_config
+    from vlagent.models.tiny import TinyModelSpec
+
+    q = load_config("quickstart")
+    args = grpo_vs_trl.build_parser().parse_args(["--preset", "quickstart"])
+    size, job, sft, ttt, _ = grpo_vs_trl.configs_from_args(args)
+    assert size.family == q.model.family
+    spec = TinyModelSpec(family=q.model.family, **q.model.tiny)
+    for field in dataclasses.fields(size):
+        assert getattr(size, field.name) == getattr(spec, field.name), field.name
+    assert (job.level, job.answer_format) == (q.task.level, q.task.answer_format)
+    assert job.reward_dict() == dict(q.task.reward)
+    assert (job.prompts_per_step, job.group_size) == (q.grpo.prompts_per_step, q.grpo.group_size)
+    assert (job.max_new_tokens, job.temperature, job.lr) == (
+        q.grpo.max_new_tokens,
+        q.grpo.temperature,
+        q.grpo.lr,
+    )
+    assert (sft.num_demos, sft.batch_size, sft.lr) == (
+        q.sft.num_demos,
+        q.sft.batch_size,
+        q.sft.lr,
+    )
+    assert (ttt.val_screens, ttt.eval_max_new_tokens) == (q.eval.monitor_screens, 20)
+    assert ttt.threshold == 0.4
+    override = grpo_vs_trl.build_parser().parse_args(
+        ["--preset", "quickstart", "--threshold", "0.3"]
+    )
+    assert grpo_vs_trl.configs_from_args(override)[3].threshold == 0.3
+
+
+def test_sft_start_uses_the_demo_budget():
+    from pathlib import Path
+
+    from bench.common import JobConfig, SFTStart, sft_overrides
+
+    job = JobConfig()
+    fixed = sft_overrides(Path("/m"), "qwen3_vl", job, SFTStart(num_demos=64), Path("/o"))
+    fresh = sft_overrides(Path("/m"), "qwen3_vl", job, SFTStart(), Path("/o"))
+    assert "sft.num_demos=64" in fixed and "sft.num_demos=0" in fresh
+    # a fixed step count: neither a plateau rule nor a time cap may end the start early
+    assert "sft.plateau_patience=0" in fixed and "sft.max_seconds=0" in fixed
