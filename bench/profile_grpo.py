@@ -2,9 +2,10 @@
 
     python -m bench.profile_grpo --label after                                  # shared prefix
     python -m bench.profile_grpo --label before --ours-set grpo.shared_prefix=false  # plain path
+    python -m bench.profile_grpo --preset quickstart --label job3     # another bench job
 
-Same model, SFT start, screens and job as ``bench/grpo_vs_trl.py`` (its cached ``bench/out``
-checkpoints are reused). Writes ``bench/results/profile_<label>.json``: the recipe's phase
+Same model, SFT start, screens and job as ``bench/grpo_vs_trl.py`` with the same ``--preset``
+(its cached ``bench/out`` checkpoints are reused). Writes ``bench/results/profile_<label>.json``: the recipe's phase
 split (generate / logprob / update / other, seconds per step) and the operators with the most
 self CPU time, plus the same table as text (``profile_<label>.txt``).
 """
@@ -18,16 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    REPO,
-    JobConfig,
-    ModelSize,
-    SFTStart,
-    ThresholdConfig,
-    ensure_bench_model,
-    ensure_sft_start,
-    machine_info,
-)
+from bench.common import REPO, ensure_bench_model, ensure_sft_start, machine_info
 
 log = logging.getLogger("bench.profile_grpo")
 
@@ -39,24 +31,30 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     from torch.profiler import profile as torch_profile
 
     from bench import ours
+    from bench.grpo_vs_trl import PRESETS, build_parser, configs_from_args, ensure_release_model
     from vlagent.train.common import quiet_transformers
 
     quiet_transformers()
-    size = ModelSize()
-    job = JobConfig(steps=args.steps, threads=args.threads, seed=args.seed)
+    bench_args = build_parser().parse_args(
+        ["--preset", args.preset, "--steps", str(args.steps), "--threads", str(args.threads)]
+        + ["--seed", str(args.seed)]
+    )
+    size, job, sft_cfg, ttt, _ = configs_from_args(bench_args)
     work = args.work_dir.resolve()
-    model_dir = ensure_bench_model(size, work)
-    sft = ensure_sft_start(model_dir, size, job, SFTStart(), ThresholdConfig(), work)
+    release = PRESETS[args.preset].get("release_model")
+    model_dir = ensure_release_model(work, **release) if release else ensure_bench_model(size, work)
+    sft = ensure_sft_start(model_dir, size, job, sft_cfg, ttt, work)
     run_dir = work / "profile" / args.label
+    ours_set = list(PRESETS[args.preset].get("ours_set", [])) + list(args.ours_set)
     job_dict = {
         "job": dataclasses.asdict(job),
-        "ttt": dataclasses.asdict(ThresholdConfig()),
+        "ttt": dataclasses.asdict(ttt),
         "model_dir": sft["path"],
         "family": size.family,
         "system": "ours",
         "mode": "throughput",
         "run_dir": str(run_dir),
-        "ours_set": list(args.ours_set),
+        "ours_set": ours_set,
     }
     torch.set_num_threads(job.resolved_threads())
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -78,7 +76,8 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
         "label": args.label,
         "command": " ".join(["python -m bench.profile_grpo", *sys.argv[1:]]),
         "machine": machine_info("cpu"),
-        "ours_set": list(args.ours_set),
+        "preset": args.preset,
+        "ours_set": ours_set,
         "steps_measured": result["steps_measured"],
         "samples_per_s": result["samples_per_s"],
         "step_seconds": result["step_seconds"],
@@ -93,6 +92,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.profile_grpo", description=__doc__.splitlines()[0])
     p.add_argument("--label", default="after")
+    p.add_argument("--preset", default="bench", help="a bench.grpo_vs_trl preset (the job)")
     p.add_argument("--steps", type=int, default=5, help="measured steps (after 1 warm-up)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
