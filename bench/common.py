@@ -189,7 +189,31 @@ def summarize(values: Sequence[float]) -> dict[str, float | None]:
     return {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
 
 
-def run_worker(job: dict[str, Any], work_dir: Path, name: str, timeout_s: float) -> dict[str, Any]:
+def worker_env(overrides: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The environment of a benchmark worker: this one, plus the repo on ``PYTHONPATH``, quiet
+    libraries, ``OMP_WAIT_POLICY=PASSIVE`` unless set, then ``overrides`` (a value sets a
+    variable, None removes it)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # The same OpenMP wait policy for both systems (vlagent's CLI defaults to PASSIVE).
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    for key, value in (overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run_worker(
+    job: dict[str, Any],
+    work_dir: Path,
+    name: str,
+    timeout_s: float,
+    env_overrides: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
     """Run one worker in a fresh process, sampling its RSS; return its result dict.
 
     Args:
@@ -197,6 +221,9 @@ def run_worker(job: dict[str, Any], work_dir: Path, name: str, timeout_s: float)
         work_dir: folder for the job, result and log files.
         name: file stem of this worker (e.g. ``tp-ours-r0``).
         timeout_s: kill the worker after this long.
+        env_overrides: environment variables to set (a value) or remove (None) for this
+            worker, applied after the defaults below (``bench/omp_policy.py`` varies
+            ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` this way).
     Returns:
         The worker's result with ``peak_rss_mb`` (psutil samples every 0.1 s, the maximum)
         and ``process_seconds`` (wall time of the whole process, start-up included) added.
@@ -209,12 +236,7 @@ def run_worker(job: dict[str, Any], work_dir: Path, name: str, timeout_s: float)
     log_path = work_dir / f"{name}.log"
     result_path.unlink(missing_ok=True)
     job_path.write_text(json.dumps({**job, "result_path": str(result_path)}, indent=2))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # The same OpenMP wait policy for both systems (vlagent's CLI defaults to PASSIVE).
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    env = worker_env(env_overrides)
     cmd = [sys.executable, "-m", "bench.grpo_vs_trl", "_worker", str(job_path)]
     t0 = time.perf_counter()
     peak = 0

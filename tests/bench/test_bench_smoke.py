@@ -234,3 +234,46 @@ def test_sft_start_uses_the_demo_budget():
     assert "sft.num_demos=64" in fixed and "sft.num_demos=0" in fresh
     # a fixed step count: neither a plateau rule nor a time cap may end the start early
     assert "sft.plateau_patience=0" in fixed and "sft.max_seconds=0" in fixed
+
+
+def test_worker_env_defaults_and_overrides(monkeypatch):
+    from bench.common import REPO, worker_env
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "7")
+    env = worker_env()
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and env["GOMP_SPINCOUNT"] == "7"
+    assert str(REPO) in env["PYTHONPATH"].split(":")
+    env = worker_env({"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None})
+    assert env["OMP_WAIT_POLICY"] == "ACTIVE" and "GOMP_SPINCOUNT" not in env
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # a caller's own choice is kept
+    assert worker_env()["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_omp_policy_runs_each_copy_with_its_setting(monkeypatch, tmp_path):
+    from bench import omp_policy
+
+    calls = []
+
+    def fake_worker(job, work_dir, name, timeout, env):
+        calls.append((job, name, env))
+        t = job["job"]["threads"]
+        return {
+            "samples_per_s": 10.0 * t,
+            "step_seconds": 1.0 / t,
+            "buckets": {},
+            "torch_threads": t,
+            "peak_rss_mb": 1.0,
+        }
+
+    monkeypatch.setattr(omp_policy, "run_worker", fake_worker)
+    base = {"job": {"threads": 0, "steps": 3}, "system": "ours"}
+    one = omp_policy._measure(base, "1 thread", 2, tmp_path, "t", 10.0)
+    assert [r["torch_threads"] for r in one] == [1, 1]
+    assert len({name for _, name, _ in calls}) == 2  # two processes, two names
+    assert len({job["run_dir"] for job, _, _ in calls}) == 2
+    calls.clear()
+    omp_policy._measure(base, "2 threads, libgomp default", 1, tmp_path, "u", 10.0)
+    ((job, _, env),) = calls
+    assert job["job"]["threads"] == 2 and env == {"OMP_WAIT_POLICY": None}
+    assert base["job"]["threads"] == 0  # the shared base is not mutated
