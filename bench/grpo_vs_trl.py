@@ -207,6 +207,36 @@ def configs_from_args(
     return preset.get("size", ModelSize()), job, sft, ttt, repeats
 
 
+def preset_ours_job(
+    preset: str, work_dir: Path, *, steps: int, threads: int = 0, seed: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A throughput job of ours on ``preset``'s job, from its (cached) SFT start.
+
+    For the tools that run our step alone (``bench/profile_grpo.py``, ``bench/omp_policy.py``).
+
+    Returns:
+        (worker job without ``run_dir``, the SFT start's info as ``ensure_sft_start`` gives it).
+    """
+    args = build_parser().parse_args(
+        ["--preset", preset, "--steps", str(steps), "--threads", str(threads), "--seed", str(seed)]
+    )
+    size, job, sft_cfg, ttt, _ = configs_from_args(args)
+    work = work_dir.resolve()
+    release = PRESETS[preset].get("release_model")
+    model_dir = ensure_release_model(work, **release) if release else ensure_bench_model(size, work)
+    sft = ensure_sft_start(model_dir, size, job, sft_cfg, ttt, work)
+    job_dict = {
+        "job": dataclasses.asdict(job),
+        "ttt": dataclasses.asdict(ttt),
+        "model_dir": sft["path"],
+        "family": size.family,
+        "system": "ours",
+        "mode": "throughput",
+        "ours_set": list(PRESETS[preset].get("ours_set", [])),
+    }
+    return job_dict, sft
+
+
 def system_summary(repeats: list[dict[str, Any]]) -> dict[str, Any]:
     """Median / min / max of each per-repeat number."""
     out = {

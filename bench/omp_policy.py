@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import dataclasses
 import datetime as dt
 import logging
 import os
@@ -24,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, ensure_bench_model, ensure_sft_start, machine_info, run_worker
+from bench.common import REPO, machine_info, run_worker
 
 log = logging.getLogger("bench.omp_policy")
 
@@ -39,30 +38,6 @@ SETTINGS: dict[str, tuple[int, dict[str, str | None]]] = {
     ),
     "1 thread": (1, {"OMP_WAIT_POLICY": "PASSIVE"}),
 }
-
-
-def _job(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(worker job without threads/run_dir, SFT start info) for the preset's job."""
-    from bench.grpo_vs_trl import PRESETS, build_parser, configs_from_args, ensure_release_model
-
-    bench_args = build_parser().parse_args(
-        ["--preset", args.preset, "--steps", str(args.steps), "--seed", str(args.seed)]
-    )
-    size, job, sft_cfg, ttt, _ = configs_from_args(bench_args)
-    work = args.work_dir.resolve()
-    release = PRESETS[args.preset].get("release_model")
-    model_dir = ensure_release_model(work, **release) if release else ensure_bench_model(size, work)
-    sft = ensure_sft_start(model_dir, size, job, sft_cfg, ttt, work)
-    base = {
-        "job": dataclasses.asdict(job),
-        "ttt": dataclasses.asdict(ttt),
-        "model_dir": sft["path"],
-        "family": size.family,
-        "system": "ours",
-        "mode": "throughput",
-        "ours_set": list(PRESETS[args.preset].get("ours_set", [])),
-    }
-    return base, sft
 
 
 def _measure(
@@ -98,7 +73,9 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     settings = [s for s in SETTINGS if not args.only or any(o in s for o in args.only)]
-    base, sft = _job(args)
+    from bench.grpo_vs_trl import preset_ours_job
+
+    base, sft = preset_ours_job(args.preset, args.work_dir, steps=args.steps, seed=args.seed)
     runs_dir = args.work_dir.resolve() / "omp" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO / f"bench/results/omp_policy_{args.preset}.json"
     report: dict[str, Any] = {

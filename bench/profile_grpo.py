@@ -13,13 +13,12 @@ self CPU time, plus the same table as text (``profile_<label>.txt``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, ensure_bench_model, ensure_sft_start, machine_info
+from bench.common import REPO, JobConfig, machine_info
 
 log = logging.getLogger("bench.profile_grpo")
 
@@ -31,31 +30,17 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
     from torch.profiler import profile as torch_profile
 
     from bench import ours
-    from bench.grpo_vs_trl import PRESETS, build_parser, configs_from_args, ensure_release_model
+    from bench.grpo_vs_trl import preset_ours_job
     from vlagent.train.common import quiet_transformers
 
     quiet_transformers()
-    bench_args = build_parser().parse_args(
-        ["--preset", args.preset, "--steps", str(args.steps), "--threads", str(args.threads)]
-        + ["--seed", str(args.seed)]
+    job_dict, sft = preset_ours_job(
+        args.preset, args.work_dir, steps=args.steps, threads=args.threads, seed=args.seed
     )
-    size, job, sft_cfg, ttt, _ = configs_from_args(bench_args)
-    work = args.work_dir.resolve()
-    release = PRESETS[args.preset].get("release_model")
-    model_dir = ensure_release_model(work, **release) if release else ensure_bench_model(size, work)
-    sft = ensure_sft_start(model_dir, size, job, sft_cfg, ttt, work)
-    run_dir = work / "profile" / args.label
-    ours_set = list(PRESETS[args.preset].get("ours_set", [])) + list(args.ours_set)
-    job_dict = {
-        "job": dataclasses.asdict(job),
-        "ttt": dataclasses.asdict(ttt),
-        "model_dir": sft["path"],
-        "family": size.family,
-        "system": "ours",
-        "mode": "throughput",
-        "run_dir": str(run_dir),
-        "ours_set": ours_set,
-    }
+    run_dir = args.work_dir.resolve() / "profile" / args.label
+    ours_set = job_dict["ours_set"] + list(args.ours_set)
+    job_dict.update(run_dir=str(run_dir), ours_set=ours_set)
+    job = JobConfig(**{**job_dict["job"], "reward": tuple(map(tuple, job_dict["job"]["reward"]))})
     torch.set_num_threads(job.resolved_threads())
     with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
         result = ours.run(job_dict)
@@ -77,6 +62,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
         "command": " ".join(["python -m bench.profile_grpo", *sys.argv[1:]]),
         "machine": machine_info("cpu"),
         "preset": args.preset,
+        "sft_start": sft,
         "ours_set": ours_set,
         "steps_measured": result["steps_measured"],
         "samples_per_s": result["samples_per_s"],
