@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, machine_info, run_worker
+from bench.common import REPO, machine_info, run_worker, summarize
+from bench.grpo_vs_trl import preset_ours_job
 
 log = logging.getLogger("bench.omp_policy")
 
@@ -67,14 +68,11 @@ def _measure(
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     """Measure every setting alone and in pairs; write and return the report."""
-    from bench.common import summarize
     from vlagent.io import atomic_write_json
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     settings = [s for s in SETTINGS if not args.only or any(o in s for o in args.only)]
-    from bench.grpo_vs_trl import preset_ours_job
-
     base, sft = preset_ours_job(args.preset, args.work_dir, steps=args.steps, seed=args.seed)
     runs_dir = args.work_dir.resolve() / "omp" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO / f"bench/results/omp_policy_{args.preset}.json"
