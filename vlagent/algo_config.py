@@ -148,6 +148,12 @@ class GRPOConfig:
     sampling (KV-cache expansion) and in the training forward. false = the plain path: HF
     ``generate`` on G copies of the prompt and a full forward per row (same math, slower;
     kept as the benchmark's "before" and as a fallback)."""
+    reuse_prefill: bool = True
+    """With the shared prefix, keep the sampler's prompt prefill (vision tower included, run with
+    grad) for the update instead of computing it again: one vision + prefill forward per step
+    instead of two. Exact: used only by the first optimizer step after sampling, and only where
+    :func:`vlagent.train.grpo.prefill_reuse_applies` holds (one process, the hf engine, no rollout
+    ahead, single-turn, no dynamic sampling, no gradient checkpointing, no dropout)."""
     logits_chunk: int = 0
     """Tokens per chunk through the LM head in the training forward and the log-prob recomputes:
     only loss-mask positions get logits, this many at a time, recomputed in the backward (no

@@ -158,6 +158,7 @@ def sample_turns(
                 eos=eos,
                 pad_id=policy.tokenizer.pad_token_id,
                 seed=seed,
+                keys=distinct,
             )
         else:
             ids, logp = _generate(

@@ -23,7 +23,7 @@ import torch
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import mask_logits
 from vlagent.rollout.chunked import decoder_and_head, head_logprobs, scaled_logits, token_stats
-from vlagent.rollout.prefix import completion_logprobs_shared, prefill, text_positions
+from vlagent.rollout.prefix import completion_logprobs_shared, prefill_for_update, text_positions
 from vlagent.rollout.rows import RowBatch, batch_prompts
 
 
@@ -100,6 +100,7 @@ def row_logprobs(
             forbidden=forbidden,
             entropy_out=entropy_out,
             valid=batch.valid.to(device),
+            keys=batch.prompts,
         )
     t = ids.shape[1]
     inputs = {k: v.to(device) for k, v in full_inputs(batch, pad_id).items()}
@@ -168,14 +169,14 @@ def _chunked_shared(
     n, t = ids.shape
     prompts = batch_prompts(batch.prompts, pad_id).to(device)
     row_prompt = batch.row_prompt.to(device)
-    cache, first, deltas = prefill(model, prompts)  # first: [U, V]
-    cache.batch_select_indices(row_prompt)
+    cache, first, deltas, prompt_att = prefill_for_update(model, prompts, batch.prompts)
+    cache.batch_select_indices(row_prompt)  # first: [U, V]
     r0 = (mask[:, 0] > 0).nonzero(as_tuple=True)[0]
     z0 = scaled_logits(first[row_prompt[r0]], a.forbidden, a.temperature)  # [n0, V]
     lp0, en0 = token_stats(z0, ids[r0, 0])
     parts = [(r0, torch.zeros_like(r0), lp0, en0)]
     if t > 1:
-        att_prompt = prompts.inputs["attention_mask"][row_prompt]
+        att_prompt = prompt_att[row_prompt]
         valid = batch.valid.to(device=device, dtype=att_prompt.dtype)
         att = torch.cat([att_prompt, valid], dim=1)[:, :-1]  # completion tokens 0..T-2 fed
         hidden = decoder(

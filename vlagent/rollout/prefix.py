@@ -23,6 +23,7 @@ import torch
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
 from vlagent.errors import VlagentError
+from vlagent.rollout.prefill_stash import active_stash, lookup_prefill
 
 
 def _rope_deltas(model: Any, batch: int, device: torch.device) -> torch.Tensor:
@@ -69,6 +70,23 @@ def prefill(model: Any, prompts: PromptBatch) -> tuple[Any, torch.Tensor, torch.
     return out.cache, out.logits[:, -1, :], _rope_deltas(model, ids.shape[0], ids.device)
 
 
+def prefill_for_update(
+    model: Any, prompts: PromptBatch, keys: Sequence[object] | None
+) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The training forward's prefill: the sampler's stashed one when it may be reused
+    (``rollout/prefill_stash.py``), else a fresh :func:`prefill`.
+
+    Returns:
+        (cache over U rows, last-position logits [U, V], rope deltas [U, 1], the prompts'
+        attention mask [U, P] that goes with the cache).
+    """
+    hit = lookup_prefill(model, keys)
+    if hit is not None:
+        return hit
+    cache, first, deltas = prefill(model, prompts)
+    return cache, first, deltas, prompts.inputs["attention_mask"]
+
+
 @torch.no_grad()
 def sample_with_prefix(
     model: Any,
@@ -83,6 +101,7 @@ def sample_with_prefix(
     eos: Sequence[int],
     pad_id: int,
     seed: int | None,
+    keys: Sequence[object] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode G completions for each of B prompts with one prefill per prompt.
 
@@ -90,12 +109,21 @@ def sample_with_prefix(
         prompts: B prompts on the model's device (left padded).
         group_size: G rows per prompt, in place order (ignored when ``rows`` is given).
         rows: [N] which prompt each sampled row continues (any order, repeats allowed).
+        keys: the B ``Prompt`` objects; with a ``PrefillStash`` active for ``model``
+            (``rollout/prefill_stash.py``) the prefill runs with grad and is kept for the update.
     Returns:
         (completion ids [B·G, T] with ``pad_id`` after eos, log-probs [B·G, T] of the sampled
         tokens under softmax(masked logits / temperature); T ≤ max_new_tokens).
     """
     device = prompts.inputs["input_ids"].device
-    cache, logits, deltas = prefill(model, prompts)
+    stash = active_stash(model) if keys is not None else None
+    if stash is not None:
+        with torch.enable_grad():  # the views the stash keeps must stay on the graph
+            cache, logits, deltas = prefill(model, prompts)
+            att = prompts.inputs["attention_mask"]
+            cache, logits = stash.keep(keys, cache, logits, deltas, att)
+    else:
+        cache, logits, deltas = prefill(model, prompts)
     if rows is None:
         rows = torch.arange(len(prompts), device=device).repeat_interleave(group_size)  # [N]
     rows = rows.to(device)
@@ -197,11 +225,14 @@ def completion_logprobs_shared(
     forbidden: Sequence[int] | None = None,
     entropy_out: list[torch.Tensor] | None = None,
     valid: torch.Tensor | None = None,
+    keys: Sequence[object] | None = None,
 ) -> torch.Tensor:
     """Teacher-forced log-probs of completions that continue a few distinct prompts.
 
     Args:
         prompts: U distinct prompts (left padded).
+        keys: their ``Prompt`` objects: the sampler's stashed prefill is used when it may be
+            (:func:`prefill_for_update`).
         row_prompt: [n] which prompt each completion row continues.
         completion_ids, mask: [n, T].
         valid: [n, T] 1 on real completion tokens (attended); defaults to ``mask``.
@@ -209,13 +240,13 @@ def completion_logprobs_shared(
         [n, T] log-probs (zero where ``mask`` is 0), differentiable w.r.t. the model, equal to
         ``batching.completion_logprobs`` on the repeated prompts.
     """
-    cache, first, deltas = prefill(model, prompts)  # first: [U, V]
+    cache, first, deltas, prompt_att = prefill_for_update(model, prompts, keys)  # first: [U, V]
     cache.batch_select_indices(row_prompt)
     deltas = deltas[row_prompt]
     n, t = completion_ids.shape
     attention = torch.cat(
         [
-            prompts.inputs["attention_mask"][row_prompt],
+            prompt_att[row_prompt],
             (mask if valid is None else valid).to(prompts.inputs["attention_mask"].dtype),
         ],
         dim=1,

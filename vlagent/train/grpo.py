@@ -28,6 +28,7 @@ from vlagent.algos.filters import DynamicSampler, overlong_mask
 from vlagent.algos.kl import kl_in_reward
 from vlagent.algos.schedule import lr_lambda
 from vlagent.config import TrainConfig
+from vlagent.rollout.prefill_stash import has_dropout, stash_prefills
 from vlagent.rollout.rows import build_rows, with_advantages
 from vlagent.rollout.runner import group_specs
 from vlagent.rollout.trajectory import Trajectory
@@ -315,6 +316,35 @@ def start_ahead(policy: Any, world: World, cfg: TrainConfig, keys: KeyStream, st
     return AheadSampler(produce, twin, policy.model, step, cfg.grpo.steps, cfg.grpo.max_staleness)
 
 
+def prefill_reuse_applies(
+    cfg: TrainConfig,
+    model: torch.nn.Module,
+    *,
+    max_turns: int,
+    one_process: bool,
+    sampler_is_learner: bool,
+) -> bool:
+    """Whether a step may keep its sampling prefill for its update (``grpo.reuse_prefill``,
+    ``rollout/prefill_stash.py``): the shared-prefix hf sampler in this process on the very
+    model the optimizer trains (no torchrun, no vLLM, no rollout ahead), episodes of
+    ``max_turns`` = 1 (the world's, when ``loop.max_turns`` is 0: rows of later turns carry tool
+    images and take the full training forward, so a stash would only hold memory), no dynamic sampling (its dropped rounds would hold graphs), no
+    gradient checkpointing (which prefills per row) and no dropout (sampling runs in eval mode)."""
+    g = cfg.grpo
+    return (
+        g.reuse_prefill
+        and g.shared_prefix
+        and one_process
+        and sampler_is_learner
+        and g.engine == "hf"
+        and g.max_staleness == 0
+        and max_turns == 1
+        and not g.dynamic_sampling
+        and not g.gradient_checkpointing
+        and not has_dropout(model)
+    )
+
+
 def _loop(
     run: Any, sched: Any, reference: Any, keys: KeyStream, ahead: Any, engine: Any = None
 ) -> tuple[int, str]:
@@ -329,6 +359,13 @@ def _loop(
     filler: list[Trajectory] = []  # torchrun: a dropped episode for a rank that kept none
     step, stop_reason = run.step, "steps"
     quiet = ahead.paused if ahead is not None else contextlib.nullcontext
+    reuse = prefill_reuse_applies(
+        cfg,
+        policy.model,
+        max_turns=cfg.loop.max_turns or world.default_max_turns,
+        one_process=not par.on and ahead is None and engine is None,
+        sampler_is_learner=run.learner is None or run.learner is policy,
+    )
     while step < g.steps:
         if g.max_seconds > 0 and extra["train_seconds"] >= g.max_seconds:
             stop_reason = "max_seconds"
@@ -338,41 +375,43 @@ def _loop(
             break
         timer = Timer()
         t0 = time.perf_counter()
-        with timer("generate"):
-            if ahead is None:
-                world.on_step(step)
-                trajs, row = collect(
+        # the sampler's prefills live for this step only (rollout/prefill_stash.py)
+        with stash_prefills(policy.model) if reuse else contextlib.nullcontext():
+            with timer("generate"):
+                if ahead is None:
+                    world.on_step(step)
+                    trajs, row = collect(
+                        policy,
+                        world,
+                        cfg,
+                        step,
+                        keys,
+                        engine=engine,
+                        par=par,
+                        filler=filler if par.on else None,
+                    )
+                else:
+                    batch = ahead.take(step)
+                    trajs, dropped = split_stale(batch.trajectories, step, g.max_staleness)
+                    row = {**batch.stats, **staleness_metrics(trajs, dropped, step)}
+                    extra["keys"] = batch.cursor
+            if engine is not None:
+                engine.sleep()  # GPU: free vLLM's memory for the update
+            row.update(
+                train_step(
                     policy,
-                    world,
-                    cfg,
-                    step,
-                    keys,
-                    engine=engine,
+                    trajs,
+                    g,
+                    opt,
+                    sched,
+                    reference,
+                    step_seed(cfg.run.seed, step, 99),
+                    timer,
+                    learner=run.learner,
                     par=par,
-                    filler=filler if par.on else None,
+                    filler=filler,
                 )
-            else:
-                batch = ahead.take(step)
-                trajs, dropped = split_stale(batch.trajectories, step, g.max_staleness)
-                row = {**batch.stats, **staleness_metrics(trajs, dropped, step)}
-                extra["keys"] = batch.cursor
-        if engine is not None:
-            engine.sleep()  # GPU: free vLLM's memory for the update
-        row.update(
-            train_step(
-                policy,
-                trajs,
-                g,
-                opt,
-                sched,
-                reference,
-                step_seed(cfg.run.seed, step, 99),
-                timer,
-                learner=run.learner,
-                par=par,
-                filler=filler,
             )
-        )
         filler.clear()
         step += 1
         if par.on:

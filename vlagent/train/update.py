@@ -26,6 +26,7 @@ from vlagent.algo_config import GRPOConfig
 from vlagent.algos.losses import policy_loss
 from vlagent.batching import policy_forbidden_ids
 from vlagent.rollout.forward import row_logprobs
+from vlagent.rollout.prefill_stash import finish_stash
 from vlagent.rollout.rows import RowBatch
 
 
@@ -137,8 +138,9 @@ def policy_update(
             (module docstring); False runs every row.
     Returns:
         Means over optimizer steps (``loss``, ``grad_norm``, the loss stats, ``entropy``), plus
-        ``optimizer_steps``, ``lr``, ``rows_skipped_zero_adv`` (rows never run) and
-        ``update_skipped`` (1 when no row ran at all).
+        ``optimizer_steps``, ``lr``, ``rows_skipped_zero_adv`` (rows never run),
+        ``update_skipped`` (1 when no row ran at all) and ``prefill_reused`` (prompts per optimizer
+        step whose sampling prefill the update reused, ``rollout/prefill_stash.py``).
     """
     model = policy.model
     model.train()
@@ -198,6 +200,7 @@ def policy_update(
                 sums["loss"] += loss.item() * share
                 for k, v in stats.items():
                     sums[k] += v * (part / run_total)
+            sums["prefill_reused"] += finish_stash()  # the sampler's prefills: one backward
             empty = run_total == 0 and bool(skip[mb].any())
             if empty:
                 dropped += 1
