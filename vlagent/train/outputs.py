@@ -180,7 +180,18 @@ class WandbSink:
         self._run.log(data, step=step)
 
     def close(self) -> None:
+        """Finish the run, and leave its files complete on disk when this returns.
+
+        W&B's service writes the offline transaction log (``run-<id>.wandb``) in 32 KiB blocks and
+        writes the last one when it closes the run's stream, which ``finish()`` does not wait for;
+        ``wandb.teardown()`` does. Without it the file is complete only once the process exits
+        through W&B's ``atexit`` hook, which does not run everywhere (multiprocessing children).
+        Skipped when another W&B run is still active in this process.
+        """
         self._run.finish()
+        wandb = import_wandb()
+        if wandb.run is None:
+            wandb.teardown()
 
 
 def check_report_to(report_to: Sequence[str]) -> None:
