@@ -50,8 +50,14 @@ def _rows(policy, segs, outs):
     return build_rows(trajs, None, policy.tokenizer.pad_token_id)
 
 
-def _sample(policy, segs):
-    return sample_turns(policy, segs, [8] * len(segs), seed=0, temperature=1.0)
+def _sample(policy, segs, calls=1):
+    """Sample in ``calls`` sampler calls (one per prompt when 2: each its own width)."""
+    size = len(segs) // calls
+    return [
+        out
+        for i in range(0, len(segs), size)
+        for out in sample_turns(policy, segs[i : i + size], [8] * size, seed=i, temperature=1.0)
+    ]
 
 
 def _train_pass(policy, rows, g, weights):
@@ -76,13 +82,17 @@ def _assert_same(a, b, atol=1e-5):
         assert torch.allclose(a[k], b[k], atol=atol, rtol=1e-4), (k, (a[k] - b[k]).abs().max())
 
 
-@pytest.mark.parametrize(("family", "chunk"), [("qwen2_5_vl", 0), ("qwen3_vl", 0), ("qwen3_vl", 5)])
-def test_stashed_prefill_gives_the_same_logprobs_and_gradients(tiny_dirs, family, chunk):
+@pytest.mark.parametrize(
+    ("family", "chunk", "calls"),
+    [("qwen2_5_vl", 0, 1), ("qwen3_vl", 0, 1), ("qwen3_vl", 5, 1), ("qwen3_vl", 0, 2)],
+)
+def test_stashed_prefill_gives_the_same_logprobs_and_gradients(tiny_dirs, family, chunk, calls):
+    """calls=2: the prompts' stashed prefills have different widths (left-padded in the update)."""
     policy = load_policy(tiny_dirs[family])
     g = GRPOConfig(logits_chunk=chunk)
     segs = _segments(policy)
     with stash_prefills(policy.model) as stash:
-        rows = _rows(policy, segs, _sample(policy, segs))
+        rows = _rows(policy, segs, _sample(policy, segs, calls))
         weights = torch.randn(rows.mask.shape, generator=torch.Generator().manual_seed(1))
         fast_lp = _train_pass(policy, rows, g, weights)
         assert stash.served == 2  # one lookup per micro-batch
