@@ -23,6 +23,7 @@ import torch
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
 from vlagent.errors import VlagentError
+from vlagent.rollout.kv_slots import expand_into_slots
 from vlagent.rollout.prefill_stash import active_stash, lookup_prefill
 
 
@@ -127,8 +128,7 @@ def sample_with_prefix(
     if rows is None:
         rows = torch.arange(len(prompts), device=device).repeat_interleave(group_size)  # [N]
     rows = rows.to(device)
-    if not torch.equal(rows, torch.arange(len(prompts), device=device)):
-        cache.batch_select_indices(rows)
+    expand_into_slots(cache, rows, max_new_tokens)  # the G-fold expansion, with decode room
     logits, deltas = logits[rows], deltas[rows]
     attention = prompts.inputs["attention_mask"][rows]  # [N, P]
     n = rows.shape[0]
