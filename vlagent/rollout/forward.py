@@ -23,7 +23,11 @@ import torch
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import mask_logits
 from vlagent.rollout.chunked import decoder_and_head, head_logprobs, scaled_logits, token_stats
-from vlagent.rollout.prefix import completion_logprobs_shared, prefill_for_update, text_positions
+from vlagent.rollout.prefix import (
+    completion_logprobs_shared,
+    continue_rows,
+    prefill_for_update,
+)
 from vlagent.rollout.rows import RowBatch, batch_prompts
 
 
@@ -170,22 +174,21 @@ def _chunked_shared(
     prompts = batch_prompts(batch.prompts, pad_id).to(device)
     row_prompt = batch.row_prompt.to(device)
     cache, first, deltas, prompt_att = prefill_for_update(model, prompts, batch.prompts)
-    cache.batch_select_indices(row_prompt)  # first: [U, V]
-    r0 = (mask[:, 0] > 0).nonzero(as_tuple=True)[0]
+    r0 = (mask[:, 0] > 0).nonzero(as_tuple=True)[0]  # first: [U, V]
     z0 = scaled_logits(first[row_prompt[r0]], a.forbidden, a.temperature)  # [n0, V]
     lp0, en0 = token_stats(z0, ids[r0, 0])
     parts = [(r0, torch.zeros_like(r0), lp0, en0)]
     if t > 1:
-        att_prompt = prompt_att[row_prompt]
-        valid = batch.valid.to(device=device, dtype=att_prompt.dtype)
-        att = torch.cat([att_prompt, valid], dim=1)[:, :-1]  # completion tokens 0..T-2 fed
-        hidden = decoder(
-            input_ids=ids[:, :-1],
-            cache=cache,
-            attention_mask=att,
-            position_ids=text_positions(att, deltas[row_prompt], t - 1),
-            use_cache=True,
-        )[0]  # [n, T-1, H]: position j predicts token j + 1
+
+        def forward(x: torch.Tensor, c: Any, att: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+            return decoder(
+                input_ids=x, cache=c, attention_mask=att, position_ids=pos, use_cache=True
+            )[0]
+
+        valid = batch.valid.to(device=device)[:, :-1]  # completion tokens 0..T-2 fed
+        hidden = continue_rows(
+            model, forward, cache, prompt_att, deltas, row_prompt, ids[:, :-1], valid
+        )  # [n, T-1, H]: position j predicts token j + 1
         r, c = (mask[:, 1:] > 0).nonzero(as_tuple=True)
         lp, en = head_logprobs(head, hidden[r, c], ids[r, c + 1], **a.kwargs())
         parts.append((r, c + 1, lp, en))

@@ -15,7 +15,7 @@ during prefill from the image grid).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -24,6 +24,7 @@ from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
 from vlagent.errors import VlagentError
 from vlagent.rollout.kv_slots import expand_into_slots
+from vlagent.rollout.packed import attention_impl, packable, packed_continuation
 from vlagent.rollout.prefill_stash import active_stash, lookup_prefill
 
 
@@ -69,6 +70,36 @@ def prefill(model: Any, prompts: PromptBatch) -> tuple[Any, torch.Tensor, torch.
     out = model(**prompts.inputs, use_cache=True, logits_to_keep=1)
     ids = prompts.inputs["input_ids"]
     return out.cache, out.logits[:, -1, :], _rope_deltas(model, ids.shape[0], ids.device)
+
+
+def continue_rows(
+    model: Any,
+    forward: Callable[[torch.Tensor, Any, torch.Tensor, torch.Tensor], torch.Tensor],
+    cache: Any,
+    prompt_att: torch.Tensor,
+    deltas: torch.Tensor,
+    row_prompt: torch.Tensor,
+    ids: torch.Tensor,
+    valid: torch.Tensor,
+) -> torch.Tensor:
+    """Outputs [n, T, X] of n rows' fed tokens ``ids`` [n, T] after their prompts' U-row cache.
+
+    Packed per prompt over the U-row cache where the attention takes a 4-D mask
+    (``rollout/packed.py``), else the cache is expanded to the n rows.
+
+    Args:
+        forward: ``forward(input_ids, cache, attention_mask, position_ids)`` → [rows, L, X].
+        prompt_att: [U, P] the prompts' padding mask; deltas: [U, 1] their M-RoPE offsets.
+        row_prompt: [n] prompt of each row; valid: [n, T] 1 on real (attended) fed tokens.
+    """
+    if packable(model):
+        dtype = None if attention_impl(model) == "sdpa" else next(model.parameters()).dtype
+        return packed_continuation(
+            forward, cache, prompt_att, deltas, row_prompt, ids, valid, mask_dtype=dtype
+        )
+    cache.batch_select_indices(row_prompt)
+    att = torch.cat([prompt_att[row_prompt], valid.to(prompt_att.dtype)], dim=1)
+    return forward(ids, cache, att, text_positions(att, deltas[row_prompt], ids.shape[1]))
 
 
 def prefill_for_update(
@@ -241,27 +272,22 @@ def completion_logprobs_shared(
         ``batching.completion_logprobs`` on the repeated prompts.
     """
     cache, first, deltas, prompt_att = prefill_for_update(model, prompts, keys)  # first: [U, V]
-    cache.batch_select_indices(row_prompt)
-    deltas = deltas[row_prompt]
     n, t = completion_ids.shape
-    attention = torch.cat(
-        [
-            prompt_att[row_prompt],
-            (mask if valid is None else valid).to(prompts.inputs["attention_mask"].dtype),
-        ],
-        dim=1,
-    )
     logits = first[row_prompt][:, None, :]  # [n, 1, V]: predicts completion token 0
-    if t > 1:
-        att = attention[:, :-1]  # prompt + completion tokens 0..T-2 are fed / attended
-        out = model(
-            input_ids=completion_ids[:, :-1],
-            cache=cache,
-            attention_mask=att,
-            position_ids=text_positions(att, deltas, t - 1),
-            use_cache=True,
+    if t > 1:  # completion tokens 0..T-2 are fed; position j predicts token j + 1
+
+        def forward(
+            ids: torch.Tensor, c: Any, att: torch.Tensor, pos: torch.Tensor
+        ) -> torch.Tensor:
+            return model(
+                input_ids=ids, cache=c, attention_mask=att, position_ids=pos, use_cache=True
+            ).logits
+
+        fed_valid = (mask if valid is None else valid)[:, :-1]
+        out = continue_rows(
+            model, forward, cache, prompt_att, deltas, row_prompt, completion_ids[:, :-1], fed_valid
         )
-        logits = torch.cat([logits, out.logits], dim=1)  # [n, T, V]
+        logits = torch.cat([logits, out], dim=1)  # [n, T, V]
     logp = torch.log_softmax(mask_logits(logits.float(), forbidden) / temperature, dim=-1)
     tok = logp.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)  # [n, T]
     if entropy_out is not None:

@@ -1,0 +1,96 @@
+"""Group-packed continuations (``rollout/packed.py``): the mask lets each token see exactly its
+prompt and its own completion so far, and the outputs equal the expanded-cache path's."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from vlagent.models.loading import load_policy
+from vlagent.rollout.packed import packed_mask, slots
+from vlagent.rollout.prefix import continue_rows, prefill, text_positions
+from vlagent.rollout.rows import batch_prompts
+from vlagent.rollout.tokens import encode_prompt
+
+
+def test_slots_rank_rows_within_their_prompt():
+    slot, k = slots(torch.tensor([1, 0, 1, 1, 0]), 3)
+    assert slot.tolist() == [0, 0, 1, 2, 1] and k == 3
+
+
+def test_packed_mask_by_hand():
+    # 2 prompts (P = 2; prompt 0 left-padded), rows: r0 -> p0, r1 -> p1, r2 -> p0; T = 2
+    prompt_att = torch.tensor([[0, 1], [1, 1]])
+    row_prompt = torch.tensor([0, 1, 0])
+    slot, k = slots(row_prompt, 2)
+    valid = torch.tensor([[1, 1], [1, 0], [1, 1]])
+    m = packed_mask(prompt_att, row_prompt, slot, k, valid, None)
+    assert m.shape == (2, 1, 4, 6)  # [U, 1, K*T, P + K*T]
+    expect_p0 = torch.tensor(
+        [  # columns: pad, prompt, (slot 0: j0, j1), (slot 1: j0, j1)
+            [0, 1, 1, 0, 0, 0],  # slot 0 (row 0), step 0
+            [0, 1, 1, 1, 0, 0],  # slot 0, step 1
+            [0, 1, 0, 0, 1, 0],  # slot 1 (row 2), step 0
+            [0, 1, 0, 0, 1, 1],  # slot 1, step 1
+        ],
+        dtype=torch.bool,
+    )
+    assert torch.equal(m[0, 0], expect_p0)
+    expect_p1 = torch.tensor(
+        [
+            [1, 1, 1, 0, 0, 0],  # row 1 step 0
+            [1, 1, 1, 0, 0, 0],  # row 1 step 1: its step 1 is padding, not attended
+            [1, 1, 0, 0, 0, 0],  # unused slot: the prompt only
+            [1, 1, 0, 0, 0, 0],
+        ],
+        dtype=torch.bool,
+    )
+    assert torch.equal(m[1, 0], expect_p1)
+    additive = packed_mask(prompt_att, row_prompt, slot, k, valid, torch.float32)
+    assert torch.equal(additive == 0, m)
+    assert additive.min() == torch.finfo(torch.float32).min
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+def test_packed_equals_expanded_cache_with_gradients(tiny_dirs, impl):
+    policy = load_policy(tiny_dirs["qwen2_5_vl"], attn_implementation=impl)
+    model = policy.model
+    rng = np.random.default_rng(0)
+    imgs = [rng.integers(0, 255, (224 + 56 * i, 280, 3), dtype=np.uint8) for i in range(2)]
+    prompts = [encode_prompt(policy.processor, [im], f"Click {i}.") for i, im in enumerate(imgs)]
+    batch = batch_prompts(prompts, policy.tokenizer.pad_token_id)
+    row_prompt = torch.tensor([1, 0, 1, 1, 0])  # uneven groups, interleaved rows
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 50, (5, 4), generator=g)
+    valid = torch.ones(5, 4, dtype=torch.long)
+    valid[1, 3] = valid[4, 2:] = 0  # rows that ended early
+
+    def forward(x, c, att, pos):
+        return model(input_ids=x, cache=c, attention_mask=att, position_ids=pos).logits
+
+    results = []
+    for packed in (True, False):
+        model.zero_grad()
+        cache, _, deltas = prefill(model, batch)
+        att_p = batch.inputs["attention_mask"]
+        if packed:  # the dispatcher: packed for sdpa / eager, with that one's mask type
+            out = continue_rows(model, forward, cache, att_p, deltas, row_prompt, ids, valid)
+            assert cache.layers[0].keys.shape[0] == 2  # the cache was not expanded to 5 rows
+        else:
+            c = copy.copy(cache)
+            c.batch_select_indices(row_prompt)
+            att = torch.cat([att_p[row_prompt], valid], dim=1)
+            out = forward(ids, c, att, text_positions(att, deltas[row_prompt], 4))
+        keep = valid.bool()
+        loss = (out[keep] ** 2).mean()
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        results.append((out[keep].detach(), grads))
+    (a, ga), (b, gb) = results
+    assert torch.allclose(a, b, atol=1e-5), (a - b).abs().max()
+    assert ga.keys() == gb.keys() and len(ga) > 10
+    for name in ga:
+        assert torch.allclose(ga[name], gb[name], atol=1e-5, rtol=1e-4), name
