@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from transformers.cache_utils import DynamicLayer
 
 
@@ -26,13 +27,22 @@ class SlotLayer(DynamicLayer):
     """A ``DynamicLayer`` whose keys / values [N, H, L, D] are views of [N, H, capacity, D]
     buffers; past the capacity it falls back to concatenation."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int) -> None:
+    def __init__(
+        self,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        capacity: int,
+        rows: torch.Tensor | None = None,
+    ) -> None:
+        """Args: keys / values [U, H, L, D]; ``rows`` [N] which of the U each row copies
+        (None: all, in order); ``capacity`` ≥ L columns per row."""
         super().__init__()
-        n, h, length, d = keys.shape
-        self._kbuf = keys.new_empty(n, h, capacity, d)
-        self._vbuf = values.new_empty(n, values.shape[1], capacity, values.shape[-1])
-        self._kbuf[:, :, :length] = keys
-        self._vbuf[:, :, :length] = values
+        length = keys.shape[-2]
+        room = (0, 0, 0, capacity - length)  # pad the L axis: one copy of the U rows (small)
+        kbuf, vbuf = F.pad(keys, room), F.pad(values, room)
+        if rows is not None:  # the N-row buffers in one gather, no second copy
+            kbuf, vbuf = kbuf.index_select(0, rows), vbuf.index_select(0, rows)
+        self._kbuf, self._vbuf = kbuf, vbuf
         self.keys = self._kbuf[:, :, :length]
         self.values = self._vbuf[:, :, :length]
         self.device = keys.device
@@ -67,9 +77,9 @@ def expand_into_slots(cache: Any, rows: torch.Tensor, extra: int) -> int:
         u = layer.keys.shape[0] if layer.is_initialized and layer.keys is not None else -1
         identity = rows.shape[0] == u and torch.equal(rows, torch.arange(u, device=rows.device))
         if type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel():
-            keys = layer.keys if identity else layer.keys.index_select(0, rows)
-            values = layer.values if identity else layer.values.index_select(0, rows)
-            cache.layers[i] = SlotLayer(keys, values, keys.shape[-2] + extra)
+            cache.layers[i] = SlotLayer(
+                layer.keys, layer.values, layer.keys.shape[-2] + extra, None if identity else rows
+            )
             converted += 1
         elif not identity:
             layer.batch_select_indices(rows)
