@@ -154,6 +154,12 @@ class GRPOConfig:
     instead of two. Exact: used only by the first optimizer step after sampling, and only where
     :func:`vlagent.train.grpo.prefill_reuse_applies` holds (one process, the hf engine, no rollout
     ahead, single-turn, no dynamic sampling, no gradient checkpointing, no dropout)."""
+    pack_groups: str = "auto"
+    """Training forward of the shared prefix: lay each prompt's completions side by side in one
+    row over the prompt's own KV cache with a 4-D attention mask (``rollout/packed.py``) instead
+    of copying the cache to every row. on | off | auto (pack where the attention takes a 4-D
+    mask and each packed query sees at most twice the keys it would see expanded:
+    P + K·T ≤ 2·(P + T)). Same math either way; a speed trade-off."""
     logits_chunk: int = 0
     """Tokens per chunk through the LM head in the training forward and the log-prob recomputes:
     only loss-mask positions get logits, this many at a time, recomputed in the backward (no
@@ -278,6 +284,11 @@ class GRPOConfig:
             self.micro_batch_size >= 0,
             "grpo.micro_batch_size",
             f"must be >= 0, got {self.micro_batch_size}",
+        )
+        _check(
+            self.pack_groups in ("auto", "on", "off"),
+            "grpo.pack_groups",
+            f"must be auto, on or off, got {self.pack_groups!r}",
         )
         _check(
             self.logits_chunk >= 0,

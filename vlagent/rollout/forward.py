@@ -69,6 +69,7 @@ def row_logprobs(
     shared: bool = True,
     entropy_out: list[torch.Tensor] | None = None,
     logits_chunk: int = 0,
+    pack: str = "auto",
 ) -> torch.Tensor:
     """Log-probs [n, T] of each row's continuation tokens (0 where ``batch.mask`` is 0).
 
@@ -79,6 +80,7 @@ def row_logprobs(
         forbidden: ids the sampler excluded from the distribution (vision placeholders).
         shared: use the shared-prefix path where it applies (text-only continuations).
         entropy_out: if a list, the detached per-token entropy [n, T] is appended to it.
+        pack: the shared path's packing of a prompt's rows (``grpo.pack_groups``: auto | on | off).
         logits_chunk: > 0: positions per chunk through the LM head, loss-mask positions only
             (``rollout/chunked.py``); 0: the logits of all T positions at once.
     """
@@ -88,7 +90,7 @@ def row_logprobs(
     if logits_chunk > 0:
         fn = _chunked_shared if shared and batch.text_only else _chunked_full
         head = _HeadArgs(temperature, forbidden, logits_chunk, entropy_out is not None)
-        logp, ent = fn(model, batch, pad_id, mask, ids, head)
+        logp, ent = fn(model, batch, pad_id, mask, ids, head, pack)
         if entropy_out is not None:
             entropy_out.append(ent)
         return logp
@@ -105,6 +107,7 @@ def row_logprobs(
             entropy_out=entropy_out,
             valid=batch.valid.to(device),
             keys=batch.prompts,
+            pack=pack,
         )
     t = ids.shape[1]
     inputs = {k: v.to(device) for k, v in full_inputs(batch, pad_id).items()}
@@ -151,9 +154,16 @@ def _scatter(
 
 
 def _chunked_full(
-    model: Any, batch: RowBatch, pad_id: int, mask: torch.Tensor, ids: torch.Tensor, a: _HeadArgs
+    model: Any,
+    batch: RowBatch,
+    pad_id: int,
+    mask: torch.Tensor,
+    ids: torch.Tensor,
+    a: _HeadArgs,
+    pack: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Full path: one decoder forward per row, the loss positions' hidden states to the head."""
+    """Full path: one decoder forward per row, the loss positions' hidden states to the head
+    (``pack`` does not apply: there is no shared prefix cache)."""
     decoder, head = decoder_and_head(model)
     n, t = ids.shape
     inputs = {k: v.to(ids.device) for k, v in full_inputs(batch, pad_id).items()}
@@ -164,7 +174,13 @@ def _chunked_full(
 
 
 def _chunked_shared(
-    model: Any, batch: RowBatch, pad_id: int, mask: torch.Tensor, ids: torch.Tensor, a: _HeadArgs
+    model: Any,
+    batch: RowBatch,
+    pad_id: int,
+    mask: torch.Tensor,
+    ids: torch.Tensor,
+    a: _HeadArgs,
+    pack: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Shared path (``prefix.completion_logprobs_shared``'s positions): token 0 from the
     prefill's last-position logits [U, V], tokens 1.. from the decoder's hidden states."""
@@ -187,7 +203,7 @@ def _chunked_shared(
 
         valid = batch.valid.to(device=device)[:, :-1]  # completion tokens 0..T-2 fed
         hidden = continue_rows(
-            model, forward, cache, prompt_att, deltas, row_prompt, ids[:, :-1], valid
+            model, forward, cache, prompt_att, deltas, row_prompt, ids[:, :-1], valid, pack
         )  # [n, T-1, H]: position j predicts token j + 1
         r, c = (mask[:, 1:] > 0).nonzero(as_tuple=True)
         lp, en = head_logprobs(head, hidden[r, c], ids[r, c + 1], **a.kwargs())

@@ -13,8 +13,9 @@ to itself — never another completion. Positions are each row's own (prompt len
 tokens so far, plus the prompt's M-RoPE offset for the t/h/w rows). The attention sets, and so
 the outputs, are the expanded path's; only the summation order inside attention differs.
 
-Used where the attention implementation takes a custom 4-D mask (``sdpa``, ``eager``); other
-implementations (flash-attention kernels take 2-D padding masks only) keep the expansion.
+Used where the attention implementation takes a custom 4-D mask (``sdpa``, ``eager``; the
+flash-attention kernels take 2-D padding masks only) and the packed span stays short
+(:func:`packing_pays`); otherwise the cache is expanded.
 """
 
 from __future__ import annotations
@@ -39,6 +40,21 @@ def attention_impl(model: Any) -> str | None:
 def packable(model: Any) -> bool:
     """Whether ``model``'s text attention takes a ready 4-D mask (:data:`PACKABLE`)."""
     return attention_impl(model) in PACKABLE
+
+
+def packing_pays(row_prompt: torch.Tensor, prompt_shape: tuple[int, int], fed: int) -> bool:
+    """Whether packing rows ``row_prompt`` [n] after U prompts of P columns (``prompt_shape``
+    = (U, P)), ``fed`` tokens each, keeps every query's key span within twice the expanded
+    one: P + K·fed ≤ 2·(P + fed).
+
+    Packing saves the G-fold copies of the prefix keys and values, but each packed query spans
+    all K slots (P + K·T keys instead of P + T, the other slots masked). Within that bound the
+    attention's work at most doubles; long continuations after a short prompt (reasoning
+    traces) would multiply it, and there the expansion is kept.
+    """
+    _, k = slots(row_prompt, prompt_shape[0])
+    p = prompt_shape[1]
+    return p + k * fed <= 2 * (p + fed)
 
 
 def slots(row_prompt: torch.Tensor, n_prompts: int) -> tuple[torch.Tensor, int]:

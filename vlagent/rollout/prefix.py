@@ -24,7 +24,7 @@ from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
 from vlagent.errors import VlagentError
 from vlagent.rollout.kv_slots import expand_into_slots
-from vlagent.rollout.packed import attention_impl, packable, packed_continuation
+from vlagent.rollout.packed import attention_impl, packable, packed_continuation, packing_pays
 from vlagent.rollout.prefill_stash import active_stash, lookup_prefill
 
 
@@ -81,18 +81,25 @@ def continue_rows(
     row_prompt: torch.Tensor,
     ids: torch.Tensor,
     valid: torch.Tensor,
+    pack: str = "auto",
 ) -> torch.Tensor:
     """Outputs [n, T, X] of n rows' fed tokens ``ids`` [n, T] after their prompts' U-row cache.
 
-    Packed per prompt over the U-row cache where the attention takes a 4-D mask
-    (``rollout/packed.py``), else the cache is expanded to the n rows.
+    ``pack``: ``on`` packs each prompt's rows over the U-row cache (``rollout/packed.py``),
+    ``off`` expands the cache to the n rows, ``auto`` packs where the attention takes a 4-D
+    mask and packing pays (:func:`~vlagent.rollout.packed.packing_pays`: short continuations
+    after long prompts, GUI grounding's shape).
 
     Args:
         forward: ``forward(input_ids, cache, attention_mask, position_ids)`` → [rows, L, X].
         prompt_att: [U, P] the prompts' padding mask; deltas: [U, 1] their M-RoPE offsets.
         row_prompt: [n] prompt of each row; valid: [n, T] 1 on real (attended) fed tokens.
     """
-    if packable(model):
+    if pack == "on" or (
+        pack == "auto"
+        and packable(model)
+        and packing_pays(row_prompt, prompt_att.shape, ids.shape[1])
+    ):
         dtype = None if attention_impl(model) == "sdpa" else next(model.parameters()).dtype
         return packed_continuation(
             forward, cache, prompt_att, deltas, row_prompt, ids, valid, mask_dtype=dtype
@@ -257,6 +264,7 @@ def completion_logprobs_shared(
     entropy_out: list[torch.Tensor] | None = None,
     valid: torch.Tensor | None = None,
     keys: Sequence[object] | None = None,
+    pack: str = "auto",
 ) -> torch.Tensor:
     """Teacher-forced log-probs of completions that continue a few distinct prompts.
 
@@ -267,6 +275,7 @@ def completion_logprobs_shared(
         row_prompt: [n] which prompt each completion row continues.
         completion_ids, mask: [n, T].
         valid: [n, T] 1 on real completion tokens (attended); defaults to ``mask``.
+        pack: how the completions continue their prompts (:func:`continue_rows`).
     Returns:
         [n, T] log-probs (zero where ``mask`` is 0), differentiable w.r.t. the model, equal to
         ``batching.completion_logprobs`` on the repeated prompts.
@@ -285,7 +294,15 @@ def completion_logprobs_shared(
 
         fed_valid = (mask if valid is None else valid)[:, :-1]
         out = continue_rows(
-            model, forward, cache, prompt_att, deltas, row_prompt, completion_ids[:, :-1], fed_valid
+            model,
+            forward,
+            cache,
+            prompt_att,
+            deltas,
+            row_prompt,
+            completion_ids[:, :-1],
+            fed_valid,
+            pack,
         )
         logits = torch.cat([logits, out], dim=1)  # [n, T, V]
     logp = torch.log_softmax(mask_logits(logits.float(), forbidden) / temperature, dim=-1)

@@ -79,6 +79,7 @@ def sequence_logprobs(
         shared=g.shared_prefix and not g.gradient_checkpointing,
         entropy_out=entropy_out,
         logits_chunk=g.logits_chunk,
+        pack=g.pack_groups,
     )
 
 

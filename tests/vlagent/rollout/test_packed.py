@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import torch
 
+from vlagent.algo_config import GRPOConfig
+from vlagent.errors import ConfigError
 from vlagent.models.loading import load_policy
-from vlagent.rollout.packed import packed_mask, slots
+from vlagent.rollout.packed import packed_mask, packing_pays, slots
 from vlagent.rollout.prefix import continue_rows, prefill, text_positions
 from vlagent.rollout.rows import batch_prompts
 from vlagent.rollout.tokens import encode_prompt
@@ -19,6 +21,20 @@ from vlagent.rollout.tokens import encode_prompt
 def test_slots_rank_rows_within_their_prompt():
     slot, k = slots(torch.tensor([1, 0, 1, 1, 0]), 3)
     assert slot.tolist() == [0, 0, 1, 2, 1] and k == 3
+
+
+def test_packing_pays_keeps_the_key_span_within_twice_the_expanded_one():
+    rows = torch.arange(4).repeat_interleave(8)  # K = 8 rows per prompt
+    assert packing_pays(rows, (4, 271), 23)  # bench job 1: 271 + 184 <= 2 * 294
+    assert not packing_pays(rows, (4, 31), 23)  # a 31-token prompt: 215 > 108
+    assert packing_pays(rows, (4, 6 * 10), 10)  # the bound itself: 60 + 80 == 2 * 70
+    assert not packing_pays(rows, (4, 6 * 10 - 1), 10)
+
+
+def test_pack_groups_config_is_checked():
+    assert GRPOConfig(pack_groups="off").pack_groups == "off"
+    with pytest.raises(ConfigError, match="grpo.pack_groups"):
+        GRPOConfig(pack_groups="yes")
 
 
 def test_packed_mask_by_hand():
@@ -79,6 +95,13 @@ def test_packed_equals_expanded_cache_with_gradients(tiny_dirs, impl):
         if packed:  # the dispatcher: packed for sdpa / eager, with that one's mask type
             out = continue_rows(model, forward, cache, att_p, deltas, row_prompt, ids, valid)
             assert cache.layers[0].keys.shape[0] == 2  # the cache was not expanded to 5 rows
+            cache2, _, _ = prefill(model, batch)
+            with torch.no_grad():  # pack="off" expands; the same numbers
+                off = continue_rows(
+                    model, forward, cache2, att_p, deltas, row_prompt, ids, valid, "off"
+                )
+            assert cache2.layers[0].keys.shape[0] == 5
+            assert torch.allclose(off[valid.bool()], out[valid.bool()].detach(), atol=1e-5)
         else:
             c = copy.copy(cache)
             c.batch_select_indices(row_prompt)
