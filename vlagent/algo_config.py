@@ -157,7 +157,7 @@ class GRPOConfig:
     pack_groups: str = "auto"
     """Training forward of the shared prefix: lay each prompt's completions side by side in one
     row over the prompt's own KV cache with a 4-D attention mask (``rollout/packed.py``) instead
-    of copying the cache to every row. on | off | auto (pack where the attention takes a 4-D
+    of copying the cache to every row. always | never | auto (pack where the attention takes a 4-D
     mask and each packed query sees at most twice the keys it would see expanded:
     P + K·T ≤ 2·(P + T)). Same math either way; a speed trade-off."""
     logits_chunk: int = 0
@@ -286,9 +286,9 @@ class GRPOConfig:
             f"must be >= 0, got {self.micro_batch_size}",
         )
         _check(
-            self.pack_groups in ("auto", "on", "off"),
+            self.pack_groups in ("auto", "always", "never"),
             "grpo.pack_groups",
-            f"must be auto, on or off, got {self.pack_groups!r}",
+            f"must be auto, always or never, got {self.pack_groups!r}",
         )
         _check(
             self.logits_chunk >= 0,

@@ -80,7 +80,7 @@ def row_logprobs(
         forbidden: ids the sampler excluded from the distribution (vision placeholders).
         shared: use the shared-prefix path where it applies (text-only continuations).
         entropy_out: if a list, the detached per-token entropy [n, T] is appended to it.
-        pack: the shared path's packing of a prompt's rows (``grpo.pack_groups``: auto | on | off).
+        pack: the shared path's packing of a prompt's rows (``grpo.pack_groups``: auto | always | never).
         logits_chunk: > 0: positions per chunk through the LM head, loss-mask positions only
             (``rollout/chunked.py``); 0: the logits of all T positions at once.
     """

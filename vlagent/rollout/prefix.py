@@ -85,8 +85,8 @@ def continue_rows(
 ) -> torch.Tensor:
     """Outputs [n, T, X] of n rows' fed tokens ``ids`` [n, T] after their prompts' U-row cache.
 
-    ``pack``: ``on`` packs each prompt's rows over the U-row cache (``rollout/packed.py``),
-    ``off`` expands the cache to the n rows, ``auto`` packs where the attention takes a 4-D
+    ``pack``: ``always`` packs each prompt's rows over the U-row cache (``rollout/packed.py``),
+    ``never`` expands the cache to the n rows, ``auto`` packs where the attention takes a 4-D
     mask and packing pays (:func:`~vlagent.rollout.packed.packing_pays`: short continuations
     after long prompts, GUI grounding's shape).
 
@@ -95,7 +95,7 @@ def continue_rows(
         prompt_att: [U, P] the prompts' padding mask; deltas: [U, 1] their M-RoPE offsets.
         row_prompt: [n] prompt of each row; valid: [n, T] 1 on real (attended) fed tokens.
     """
-    if pack == "on" or (
+    if pack == "always" or (
         pack == "auto"
         and packable(model)
         and packing_pays(row_prompt, prompt_att.shape, ids.shape[1])

@@ -32,9 +32,9 @@ def test_packing_pays_keeps_the_key_span_within_twice_the_expanded_one():
 
 
 def test_pack_groups_config_is_checked():
-    assert GRPOConfig(pack_groups="off").pack_groups == "off"
+    assert GRPOConfig(pack_groups="never").pack_groups == "never"
     with pytest.raises(ConfigError, match="grpo.pack_groups"):
-        GRPOConfig(pack_groups="yes")
+        GRPOConfig(pack_groups=True)
 
 
 def test_packed_mask_by_hand():
@@ -96,9 +96,9 @@ def test_packed_equals_expanded_cache_with_gradients(tiny_dirs, impl):
             out = continue_rows(model, forward, cache, att_p, deltas, row_prompt, ids, valid)
             assert cache.layers[0].keys.shape[0] == 2  # the cache was not expanded to 5 rows
             cache2, _, _ = prefill(model, batch)
-            with torch.no_grad():  # pack="off" expands; the same numbers
+            with torch.no_grad():  # pack="never" expands; the same numbers
                 off = continue_rows(
-                    model, forward, cache2, att_p, deltas, row_prompt, ids, valid, "off"
+                    model, forward, cache2, att_p, deltas, row_prompt, ids, valid, "never"
                 )
             assert cache2.layers[0].keys.shape[0] == 5
             assert torch.allclose(off[valid.bool()], out[valid.bool()].detach(), atol=1e-5)
