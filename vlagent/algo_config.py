@@ -158,8 +158,9 @@ class GRPOConfig:
     """Training forward of the shared prefix: lay each prompt's completions side by side in one
     row over the prompt's own KV cache with a 4-D attention mask (``rollout/packed.py``) instead
     of copying the cache to every row. always | never | auto (pack where the attention takes a 4-D
-    mask and each packed query sees at most twice the keys it would see expanded:
-    P + K·T ≤ 2·(P + T)). Same math either way; a speed trade-off."""
+    mask and, on CPU, a prompt's packed completions hold ≤ 4,096 tokens; on accelerators, where
+    each packed query sees at most twice the keys it would see expanded: P + K·T ≤ 2·(P + T);
+    ``rollout/packed.py: packing_pays``). Same math either way; a speed trade-off."""
     logits_chunk: int = 0
     """Tokens per chunk through the LM head in the training forward and the log-prob recomputes:
     only loss-mask positions get logits, this many at a time, recomputed in the backward (no

@@ -98,7 +98,7 @@ def continue_rows(
     if pack == "always" or (
         pack == "auto"
         and packable(model)
-        and packing_pays(row_prompt, prompt_att.shape, ids.shape[1])
+        and packing_pays(row_prompt, prompt_att.shape, ids.shape[1], ids.device)
     ):
         dtype = None if attention_impl(model) == "sdpa" else next(model.parameters()).dtype
         return packed_continuation(
