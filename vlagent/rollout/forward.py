@@ -80,7 +80,8 @@ def row_logprobs(
         forbidden: ids the sampler excluded from the distribution (vision placeholders).
         shared: use the shared-prefix path where it applies (text-only continuations).
         entropy_out: if a list, the detached per-token entropy [n, T] is appended to it.
-        pack: the shared path's packing of a prompt's rows (``grpo.pack_groups``: auto | always | never).
+        pack: how the shared path's rows continue their prompts (``grpo.pack_groups``:
+            auto | always | never).
         logits_chunk: > 0: positions per chunk through the LM head, loss-mask positions only
             (``rollout/chunked.py``); 0: the logits of all T positions at once.
     """
@@ -88,9 +89,11 @@ def row_logprobs(
     mask = batch.mask.to(device)
     ids = batch.ids.to(device)
     if logits_chunk > 0:
-        fn = _chunked_shared if shared and batch.text_only else _chunked_full
         head = _HeadArgs(temperature, forbidden, logits_chunk, entropy_out is not None)
-        logp, ent = fn(model, batch, pad_id, mask, ids, head, pack)
+        if shared and batch.text_only:
+            logp, ent = _chunked_shared(model, batch, pad_id, mask, ids, head, pack)
+        else:
+            logp, ent = _chunked_full(model, batch, pad_id, mask, ids, head)
         if entropy_out is not None:
             entropy_out.append(ent)
         return logp
@@ -154,16 +157,9 @@ def _scatter(
 
 
 def _chunked_full(
-    model: Any,
-    batch: RowBatch,
-    pad_id: int,
-    mask: torch.Tensor,
-    ids: torch.Tensor,
-    a: _HeadArgs,
-    pack: str = "auto",
+    model: Any, batch: RowBatch, pad_id: int, mask: torch.Tensor, ids: torch.Tensor, a: _HeadArgs
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Full path: one decoder forward per row, the loss positions' hidden states to the head
-    (``pack`` does not apply: there is no shared prefix cache)."""
+    """Full path: one decoder forward per row, the loss positions' hidden states to the head."""
     decoder, head = decoder_and_head(model)
     n, t = ids.shape
     inputs = {k: v.to(ids.device) for k, v in full_inputs(batch, pad_id).items()}

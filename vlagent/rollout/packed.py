@@ -14,8 +14,8 @@ tokens so far, plus the prompt's M-RoPE offset for the t/h/w rows). The attentio
 the outputs, are the expanded path's; only the summation order inside attention differs.
 
 Used where the attention implementation takes a custom 4-D mask (``sdpa``, ``eager``; the
-flash-attention kernels take 2-D padding masks only) and the packed span stays short
-(:func:`packing_pays`); otherwise the cache is expanded.
+flash-attention kernels take 2-D padding masks only) and where packing pays
+(:func:`packing_pays`, with ``grpo.pack_groups=auto``); otherwise the cache is expanded.
 """
 
 from __future__ import annotations
@@ -142,8 +142,7 @@ def packed_continuation(
     Returns:
         [n, T, X]: row r's outputs at its T fed positions, as if run alone after its prompt.
     """
-    u, p = prompt_att.shape
-    n, t = ids.shape
+    u, t = prompt_att.shape[0], ids.shape[1]
     slot, k = slots(row_prompt, u)
     packed_ids = torch.zeros(u, k, t, dtype=ids.dtype, device=ids.device)  # unused slots: id 0
     packed_ids[row_prompt, slot] = ids

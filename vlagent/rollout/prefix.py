@@ -87,14 +87,18 @@ def continue_rows(
 
     ``pack``: ``always`` packs each prompt's rows over the U-row cache (``rollout/packed.py``),
     ``never`` expands the cache to the n rows, ``auto`` packs where the attention takes a 4-D
-    mask and packing pays (:func:`~vlagent.rollout.packed.packing_pays`: short continuations
-    after long prompts, GUI grounding's shape).
+    mask and packing pays (:func:`~vlagent.rollout.packed.packing_pays`).
 
     Args:
         forward: ``forward(input_ids, cache, attention_mask, position_ids)`` → [rows, L, X].
         prompt_att: [U, P] the prompts' padding mask; deltas: [U, 1] their M-RoPE offsets.
         row_prompt: [n] prompt of each row; valid: [n, T] 1 on real (attended) fed tokens.
     """
+    if pack == "always" and not packable(model):
+        raise VlagentError(
+            f"grpo.pack_groups=always needs an attention implementation that takes a 4-D mask "
+            f"(sdpa or eager); this model uses {attention_impl(model)!r}: use auto or never"
+        )
     if pack == "always" or (
         pack == "auto"
         and packable(model)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from vlagent.algo_config import GRPOConfig
-from vlagent.errors import ConfigError
+from vlagent.errors import ConfigError, VlagentError
 from vlagent.models.loading import load_policy
 from vlagent.rollout.packed import packed_mask, packing_pays, slots
 from vlagent.rollout.prefix import continue_rows, prefill, text_positions
@@ -34,6 +34,19 @@ def test_packing_pays_by_device():
     assert not packing_pays(rows, (4, 31), 23, gpu)  # 215 > 108
     assert packing_pays(rows, (4, 60), 10, gpu)  # the bound itself: 60 + 80 == 2 * 70
     assert not packing_pays(rows, (4, 59), 10, gpu)
+
+
+def test_always_on_a_model_without_4d_masks_is_a_clear_error():
+    class Config:
+        _attn_implementation = "flash_attention_2"
+
+    class Model:
+        config = Config()
+
+    rows = torch.zeros(2, dtype=torch.long)
+    one = torch.ones(1, 3, dtype=torch.long)
+    with pytest.raises(VlagentError, match="pack_groups=always.*flash_attention_2"):
+        continue_rows(Model(), None, None, one, one[:, :1], rows, one.repeat(2, 1), one, "always")
 
 
 def test_pack_groups_config_is_checked():
