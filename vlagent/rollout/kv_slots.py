@@ -73,9 +73,10 @@ def expand_into_slots(cache: Any, rows: torch.Tensor, extra: int) -> int:
         how many layers were converted.
     """
     converted = 0
+    filled = [x for x in cache.layers if x.is_initialized and x.keys is not None]
+    u = filled[0].keys.shape[0] if filled else -1  # every layer holds the same U rows
+    identity = rows.shape[0] == u and torch.equal(rows, torch.arange(u, device=rows.device))
     for i, layer in enumerate(cache.layers):
-        u = layer.keys.shape[0] if layer.is_initialized and layer.keys is not None else -1
-        identity = rows.shape[0] == u and torch.equal(rows, torch.arange(u, device=rows.device))
         if type(layer) is DynamicLayer and layer.is_initialized and layer.keys.numel():
             cache.layers[i] = SlotLayer(
                 layer.keys, layer.values, layer.keys.shape[-2] + extra, None if identity else rows
