@@ -46,11 +46,9 @@ CPU_PACKED_SPAN = 4096
 """On CPU, ``auto`` packs while a prompt's packed completions (K·T tokens) fit in this many."""
 
 
-def packing_pays(
-    row_prompt: torch.Tensor, prompt_shape: tuple[int, int], fed: int, device: torch.device
-) -> bool:
-    """Whether ``grpo.pack_groups=auto`` packs rows ``row_prompt`` [n] after U prompts of P
-    columns (``prompt_shape`` = (U, P)), ``fed`` tokens each.
+def packing_pays(k: int, p: int, fed: int, device: torch.device) -> bool:
+    """Whether ``grpo.pack_groups=auto`` packs up to ``k`` rows per prompt (:func:`slots`)
+    after prompts of ``p`` columns, ``fed`` tokens each.
 
     Packing saves the G-fold copies of the prefix keys and values, but each packed query spans
     all K slots: P + K·T keys instead of P + T, the other slots masked. On CPU the copies are
@@ -60,8 +58,6 @@ def packing_pays(
     cheap and a masked attention cannot use the flash kernels, it packs only while the span at
     most doubles: P + K·T ≤ 2·(P + T) (not measured there yet).
     """
-    _, k = slots(row_prompt, prompt_shape[0])
-    p = prompt_shape[1]
     if device.type == "cpu":
         return k * fed <= CPU_PACKED_SPAN
     return p + k * fed <= 2 * (p + fed)
@@ -127,6 +123,8 @@ def packed_continuation(
     prompt_att: torch.Tensor,
     deltas: torch.Tensor,
     row_prompt: torch.Tensor,
+    slot: torch.Tensor,
+    k: int,
     ids: torch.Tensor,
     valid: torch.Tensor,
     mask_dtype: torch.dtype | None = None,
@@ -138,12 +136,12 @@ def packed_continuation(
             (logits or last hidden states) of the fed tokens.
         cache: the prompts' prefill cache over U rows (consumed: it grows by K·T columns).
         prompt_att: [U, P] the prompts' padding mask; deltas: [U, 1] M-RoPE offsets.
-        row_prompt: [n] prompt of each row; ids, valid: [n, T] fed tokens and which are real.
+        row_prompt: [n] prompt of each row; slot, k: its slot and the slots per prompt
+            (:func:`slots`); ids, valid: [n, T] fed tokens and which are real.
     Returns:
         [n, T, X]: row r's outputs at its T fed positions, as if run alone after its prompt.
     """
     u, t = prompt_att.shape[0], ids.shape[1]
-    slot, k = slots(row_prompt, u)
     packed_ids = torch.zeros(u, k, t, dtype=ids.dtype, device=ids.device)  # unused slots: id 0
     packed_ids[row_prompt, slot] = ids
     # text index of each fed token = attended tokens before it (prompt + own valid tokens)

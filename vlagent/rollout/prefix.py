@@ -24,7 +24,13 @@ from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
 from vlagent.errors import VlagentError
 from vlagent.rollout.kv_slots import expand_into_slots
-from vlagent.rollout.packed import attention_impl, packable, packed_continuation, packing_pays
+from vlagent.rollout.packed import (
+    attention_impl,
+    packable,
+    packed_continuation,
+    packing_pays,
+    slots,
+)
 from vlagent.rollout.prefill_stash import active_stash, lookup_prefill
 
 
@@ -99,15 +105,15 @@ def continue_rows(
             f"grpo.pack_groups=always needs an attention implementation that takes a 4-D mask "
             f"(sdpa or eager); this model uses {attention_impl(model)!r}: use auto or never"
         )
-    if pack == "always" or (
-        pack == "auto"
-        and packable(model)
-        and packing_pays(row_prompt, prompt_att.shape, ids.shape[1], ids.device)
-    ):
-        dtype = None if attention_impl(model) == "sdpa" else next(model.parameters()).dtype
-        return packed_continuation(
-            forward, cache, prompt_att, deltas, row_prompt, ids, valid, mask_dtype=dtype
-        )
+    if pack != "never":
+        slot, k = slots(row_prompt, prompt_att.shape[0])
+        if pack == "always" or (
+            packable(model) and packing_pays(k, prompt_att.shape[1], ids.shape[1], ids.device)
+        ):
+            dtype = None if attention_impl(model) == "sdpa" else next(model.parameters()).dtype
+            return packed_continuation(
+                forward, cache, prompt_att, deltas, row_prompt, slot, k, ids, valid, dtype
+            )
     cache.batch_select_indices(row_prompt)
     att = torch.cat([prompt_att[row_prompt], valid.to(prompt_att.dtype)], dim=1)
     return forward(ids, cache, att, text_positions(att, deltas[row_prompt], ids.shape[1]))
@@ -285,7 +291,7 @@ def completion_logprobs_shared(
         ``batching.completion_logprobs`` on the repeated prompts.
     """
     cache, first, deltas, prompt_att = prefill_for_update(model, prompts, keys)  # first: [U, V]
-    n, t = completion_ids.shape
+    t = completion_ids.shape[1]
     logits = first[row_prompt][:, None, :]  # [n, 1, V]: predicts completion token 0
     if t > 1:  # completion tokens 0..T-2 are fed; position j predicts token j + 1
 

@@ -24,16 +24,16 @@ def test_slots_rank_rows_within_their_prompt():
 
 
 def test_packing_pays_by_device():
-    rows = torch.arange(4).repeat_interleave(8)  # K = 8 rows per prompt
+    k = 8  # rows per prompt
     cpu, gpu = torch.device("cpu"), torch.device("cuda")  # only .type is read
-    assert packing_pays(rows, (4, 271), 23, cpu)  # bench job 1
-    assert packing_pays(rows, (4, 31), 23, cpu)  # job 2: span 4x, packing still faster on CPU
-    assert packing_pays(rows, (4, 31), 512, cpu)  # K * T = 4096, the CPU limit
-    assert not packing_pays(rows, (4, 31), 513, cpu)
-    assert packing_pays(rows, (4, 271), 23, gpu)  # 271 + 184 <= 2 * 294
-    assert not packing_pays(rows, (4, 31), 23, gpu)  # 215 > 108
-    assert packing_pays(rows, (4, 60), 10, gpu)  # the bound itself: 60 + 80 == 2 * 70
-    assert not packing_pays(rows, (4, 59), 10, gpu)
+    assert packing_pays(k, 271, 23, cpu)  # bench job 1
+    assert packing_pays(k, 31, 23, cpu)  # job 2: span 4x, packing still faster on CPU
+    assert packing_pays(k, 31, 512, cpu)  # K * T = 4096, the CPU limit
+    assert not packing_pays(k, 31, 513, cpu)
+    assert packing_pays(k, 271, 23, gpu)  # 271 + 184 <= 2 * 294
+    assert not packing_pays(k, 31, 23, gpu)  # 215 > 108
+    assert packing_pays(k, 60, 10, gpu)  # the bound itself: 60 + 80 == 2 * 70
+    assert not packing_pays(k, 59, 10, gpu)
 
 
 def test_always_on_a_model_without_4d_masks_is_a_clear_error():
