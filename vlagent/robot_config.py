@@ -41,6 +41,10 @@ class RobotConfig:
     ``"128 000 255 000"``: one place value per digit) | tokens (one reserved token per bin)."""
     n_bins: int = 256
     """Uniform bins per action dimension over [-1, 1] (OpenVLA: 256)."""
+    constrained: bool = False
+    """Constrained decoding: the sampler (rollouts and evaluation) draws only well-formed
+    replies, and the learner scores tokens under that same restricted distribution
+    (``codec/action_grammar.py``); needs ``action_style`` padded or tokens."""
     max_step: float = 0.05
     """Metres the end effector moves per action at |a| = 1 (own suite); in the ``target`` frame
     the most it moves per step towards the goal point."""
@@ -120,6 +124,12 @@ class RobotConfig:
             self.action_style in ("digits", "padded", "tokens"),
             "robot.action_style",
             f"{self.action_style!r} is unknown; use digits, padded or tokens",
+        )
+        _check(
+            not self.constrained or self.action_style in ("padded", "tokens"),
+            "robot.constrained",
+            f"needs robot.action_style=padded or tokens, got {self.action_style!r} "
+            "(plain digits have no fixed-width grammar)",
         )
         _check(
             self.action_frame in ("delta", "target"),

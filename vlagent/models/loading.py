@@ -11,10 +11,13 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vlagent.errors import ModelError
 from vlagent.models.tiny import FAMILIES, Family
+
+if TYPE_CHECKING:
+    from vlagent.codec.action_grammar import TokenGrammar
 
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -29,12 +32,17 @@ class Policy:
         processor: the matching Qwen-VL processor (tokenizer + image processor + chat template).
         family: the Qwen-VL family, which fixes the coordinate convention of answers.
         source: the folder or hub id it was loaded from.
+        grammar: constrained decoding (``codec/action_grammar.py``): the sampler draws only
+            replies this automaton accepts and the learner scores tokens under the same
+            restricted distribution; set by a world whose replies have one
+            (``robot.constrained``); None: the whole vocabulary (less the forbidden ids).
     """
 
     model: Any
     processor: Any
     family: Family
     source: str
+    grammar: TokenGrammar | None = None
 
     @property
     def tokenizer(self) -> Any:

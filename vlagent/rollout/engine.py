@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from transformers import LogitsProcessor
 
 from vlagent.batching import mask_logits, policy_forbidden_ids
+from vlagent.codec.action_grammar import TokenGrammar
 from vlagent.rollout.prefix import sample_with_prefix
 from vlagent.rollout.rows import batch_prompts
 from vlagent.rollout.trajectory import Segment
@@ -72,6 +74,7 @@ def _generate(
     seed: int | None,
     forbidden: list[int],
     eos: list[int],
+    grammar: TokenGrammar | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     model = policy.model
     device = next(model.parameters()).device
@@ -84,6 +87,8 @@ def _generate(
     knobs: dict[str, Any] = {"repetition_penalty": 1.0}
     if not greedy:
         knobs.update(temperature=temperature, top_k=0, top_p=1.0)
+    if grammar is not None:
+        knobs["logits_processor"] = [_GrammarProcessor(grammar, inputs["input_ids"].shape[1])]
     out = model.generate(
         **inputs,
         do_sample=not greedy,
@@ -97,11 +102,39 @@ def _generate(
     )
     new = out.sequences[:, inputs["input_ids"].shape[1] :]  # [N, T]
     scale = 1.0 if greedy else temperature
+    states = None
+    if grammar is not None:  # each token's state: the turn runs to its first eos
+        is_eos = torch.isin(new, torch.tensor(eos, device=new.device))
+        turn = (is_eos.long().cumsum(1) - is_eos.long()) == 0  # up to and including eos
+        states = grammar.states(new.cpu(), turn.cpu()).to(new.device)
     steps = []
     for t, logits in enumerate(out.logits):  # per step [N, V]: never a [N, T, V] tensor
-        logp = torch.log_softmax(mask_logits(logits.float(), forbidden) / scale, dim=-1)
+        z = mask_logits(logits.float(), forbidden)
+        if grammar is not None and states is not None:
+            z = grammar.restrict_(z, states[:, t])
+        logp = torch.log_softmax(z / scale, dim=-1)
         steps.append(logp.gather(-1, new[:, t : t + 1]).squeeze(-1))
     return new, torch.stack(steps, dim=1)
+
+
+class _GrammarProcessor(LogitsProcessor):
+    """A ``generate`` logits processor: each row's next scores restricted to the ids its
+    automaton state accepts; the state follows the row's new tokens (a finished row's padding
+    leaves it where it was)."""
+
+    def __init__(self, grammar: TokenGrammar, prompt_len: int) -> None:
+        self.grammar, self.start = grammar, prompt_len
+        self.state: list[int] | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        g = self.grammar
+        if self.state is None:
+            self.state = [g.start] * input_ids.shape[0]
+        if input_ids.shape[1] > self.start:
+            for r, tok in enumerate(input_ids[:, -1].tolist()):
+                self.state[r] = g.step[self.state[r]].get(tok, self.state[r])
+        states = torch.tensor(self.state, dtype=torch.long, device=scores.device)
+        return g.restrict_(scores.clone(), states)
 
 
 @torch.no_grad()
@@ -133,6 +166,7 @@ def sample_turns(
     model = policy.model
     forbidden = policy_forbidden_ids(policy)  # placeholders + ids past the tokenizer
     eos = eos_ids(policy)
+    grammar = getattr(policy, "grammar", None)
     budget = max(max_new)
     was_training = model.training
     model.eval()
@@ -159,10 +193,11 @@ def sample_turns(
                 pad_id=policy.tokenizer.pad_token_id,
                 seed=seed,
                 keys=distinct,
+                grammar=grammar,
             )
         else:
             ids, logp = _generate(
-                policy, segments, budget, temperature, greedy, seed, forbidden, eos
+                policy, segments, budget, temperature, greedy, seed, forbidden, eos, grammar
             )
     finally:
         model.train(was_training)

@@ -10,6 +10,9 @@ Two paths with the same math:
 With ``logits_chunk > 0`` either path stops at the decoder's last hidden states and sends only
 the loss-mask positions through the LM head, that many at a time (``rollout/chunked.py``): no
 ``[n, T, V]`` logits; the same distribution (softmax of masked logits over the temperature).
+With a ``grammar`` (constrained decoding, ``codec/action_grammar.py``) the hidden-state paths
+always run and each position is scored over the ids its automaton state accepts
+(``rollout/grammar_head.py``), the distribution the constrained sampler drew from.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import torch
 
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import mask_logits
+from vlagent.codec.action_grammar import TokenGrammar
 from vlagent.rollout.chunked import decoder_and_head, head_logprobs, scaled_logits, token_stats
+from vlagent.rollout.grammar_head import grammar_token_stats, union_scores
 from vlagent.rollout.prefix import (
     completion_logprobs_shared,
     continue_rows,
@@ -70,6 +75,7 @@ def row_logprobs(
     entropy_out: list[torch.Tensor] | None = None,
     logits_chunk: int = 0,
     pack: str = "auto",
+    grammar: TokenGrammar | None = None,
 ) -> torch.Tensor:
     """Log-probs [n, T] of each row's continuation tokens (0 where ``batch.mask`` is 0).
 
@@ -84,12 +90,17 @@ def row_logprobs(
             auto | always | never).
         logits_chunk: > 0: positions per chunk through the LM head, loss-mask positions only
             (``rollout/chunked.py``); 0: the logits of all T positions at once.
+        grammar: the constrained sampler's automaton (each masked run of a row is one turn
+            under it); None: the unconstrained distribution.
     """
     device = next(model.parameters()).device
     mask = batch.mask.to(device)
     ids = batch.ids.to(device)
-    if logits_chunk > 0:
-        head = _HeadArgs(temperature, forbidden, logits_chunk, entropy_out is not None)
+    if logits_chunk > 0 or grammar is not None:
+        states = None if grammar is None else grammar.states(batch.ids, batch.mask).to(device)
+        head = _HeadArgs(
+            temperature, forbidden, max(logits_chunk, 1), entropy_out is not None, grammar, states
+        )
         if shared and batch.text_only:
             logp, ent = _chunked_shared(model, batch, pad_id, mask, ids, head, pack)
         else:
@@ -133,14 +144,30 @@ class _HeadArgs:
     forbidden: Sequence[int] | None
     chunk: int
     entropy: bool
+    grammar: TokenGrammar | None = None
+    states: torch.Tensor | None = None  # [n, T] automaton states, with a grammar
 
-    def kwargs(self) -> dict[str, Any]:
-        return {
-            "temperature": self.temperature,
-            "forbidden": self.forbidden,
-            "chunk": self.chunk,
-            "entropy": self.entropy,
-        }
+    def stats(
+        self,
+        head: torch.nn.Module,
+        h: torch.Tensor,
+        ids: torch.Tensor,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probs and entropies of ``ids`` [m] at (``rows``, ``cols``) from ``h`` [m, H]."""
+        if self.grammar is None or self.states is None:
+            return head_logprobs(
+                head,
+                h,
+                ids,
+                temperature=self.temperature,
+                forbidden=self.forbidden,
+                chunk=self.chunk,
+                entropy=self.entropy,
+            )
+        z = union_scores(head, h, self.grammar, self.temperature)
+        return grammar_token_stats(z, self.states[rows, cols], ids, self.grammar)
 
 
 def _scatter(
@@ -165,7 +192,7 @@ def _chunked_full(
     inputs = {k: v.to(ids.device) for k, v in full_inputs(batch, pad_id).items()}
     hidden = decoder(**inputs, use_cache=False)[0][:, -(t + 1) : -1]  # [n, T, H]
     r, c = (mask > 0).nonzero(as_tuple=True)
-    lp, en = head_logprobs(head, hidden[r, c], ids[r, c], **a.kwargs())
+    lp, en = a.stats(head, hidden[r, c], ids[r, c], r, c)
     return _scatter(n, t, [(r, c, lp, en)])
 
 
@@ -187,8 +214,13 @@ def _chunked_shared(
     row_prompt = batch.row_prompt.to(device)
     cache, first, deltas, prompt_att = prefill_for_update(model, prompts, batch.prompts)
     r0 = (mask[:, 0] > 0).nonzero(as_tuple=True)[0]  # first: [U, V]
-    z0 = scaled_logits(first[row_prompt[r0]], a.forbidden, a.temperature)  # [n0, V]
-    lp0, en0 = token_stats(z0, ids[r0, 0])
+    if a.grammar is not None and a.states is not None:
+        union = a.grammar.union_ids(device)
+        z0 = first[row_prompt[r0]][:, union].float() / a.temperature  # [n0, K]
+        lp0, en0 = grammar_token_stats(z0, a.states[r0, 0], ids[r0, 0], a.grammar)
+    else:
+        z0 = scaled_logits(first[row_prompt[r0]], a.forbidden, a.temperature)  # [n0, V]
+        lp0, en0 = token_stats(z0, ids[r0, 0])
     parts = [(r0, torch.zeros_like(r0), lp0, en0)]
     if t > 1:
 
@@ -202,6 +234,6 @@ def _chunked_shared(
             model, forward, cache, prompt_att, deltas, row_prompt, ids[:, :-1], valid, pack
         )  # [n, T-1, H]: position j predicts token j + 1
         r, c = (mask[:, 1:] > 0).nonzero(as_tuple=True)
-        lp, en = head_logprobs(head, hidden[r, c], ids[r, c + 1], **a.kwargs())
+        lp, en = a.stats(head, hidden[r, c], ids[r, c + 1], r, c + 1)
         parts.append((r, c + 1, lp, en))
     return _scatter(n, t, parts)

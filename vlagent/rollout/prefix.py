@@ -22,6 +22,7 @@ import torch
 
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
+from vlagent.codec.action_grammar import TokenGrammar
 from vlagent.errors import VlagentError
 from vlagent.rollout.kv_slots import expand_into_slots
 from vlagent.rollout.packed import (
@@ -151,6 +152,7 @@ def sample_with_prefix(
     pad_id: int,
     seed: int | None,
     keys: Sequence[object] | None = None,
+    grammar: TokenGrammar | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode G completions for each of B prompts with one prefill per prompt.
 
@@ -160,6 +162,9 @@ def sample_with_prefix(
         rows: [N] which prompt each sampled row continues (any order, repeats allowed).
         keys: the B ``Prompt`` objects; with a ``PrefillStash`` active for ``model``
             (``rollout/prefill_stash.py``) the prefill runs with grad and is kept for the update.
+        grammar: constrained decoding: each step samples only the ids the row's automaton
+            state accepts (``codec/action_grammar.py``); the log-probs are then under that
+            renormalized distribution.
     Returns:
         (completion ids [B·G, T] with ``pad_id`` after eos, log-probs [B·G, T] of the sampled
         tokens under softmax(masked logits / temperature); T ≤ max_new_tokens).
@@ -187,10 +192,13 @@ def sample_with_prefix(
     ids = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
     logps = torch.zeros(n, max_new_tokens, device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
+    state = None if grammar is None else torch.full((n,), grammar.start, device=device)
     steps = 0
     for t in range(max_new_tokens):
         # the step's logits are a fresh tensor nobody reads again: mask and scale in place
         scores = mask_logits_(logits.float(), forbidden)
+        if grammar is not None and state is not None:
+            grammar.restrict_(scores, state)
         if greedy:
             tok = scores.argmax(-1)
             logp = scores.gather(-1, tok[:, None]).squeeze(-1) - torch.logsumexp(scores, -1)
@@ -199,6 +207,9 @@ def sample_with_prefix(
                 scores = scores.div_(temperature)
             tok, logp = sample_scores(scores, gen)
         tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+        if grammar is not None and state is not None:
+            live = ~done
+            state[live] = grammar.advance(state[live], tok[live])
         ids[:, t] = tok
         logps[:, t] = torch.where(done, 0.0, logp)
         done |= torch.isin(tok, eos_t)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from vlagent.errors import VlagentError
 from vlagent.rollout.engine import sample_turns
 from vlagent.rollout.engines import RolloutEngine
 from vlagent.rollout.env_steps import call_all, env_executor, reset_env, step_env
@@ -308,6 +309,11 @@ def run_episodes(
         sample_turns, policy, temperature=temperature, greedy=greedy, shared_prefix=shared_prefix
     )
     if engine is not None:
+        if engine.name != "hf" and getattr(policy, "grammar", None) is not None:
+            raise VlagentError(
+                f"constrained decoding (robot.constrained) runs on the hf engine only, not "
+                f"{engine.name!r}: set rollout.engine=hf or robot.constrained=false"
+            )
         sample = functools.partial(engine.sample_turns, temperature=temperature, greedy=greedy)
     with env_executor(env_threads) as pool:
         for lo in range(0, len(trajs), chunk_size):

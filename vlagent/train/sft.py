@@ -87,7 +87,14 @@ def sft_loss(policy: Any, trajs: list[Trajectory]) -> tuple[torch.Tensor, float]
     # The full forward: demonstrations rarely share a prompt, so prefix sharing saves nothing.
     # The sampler's distribution: placeholders and ids past the tokenizer are masked (no update).
     pad, forbidden = policy.tokenizer.pad_token_id, policy_forbidden_ids(policy)
-    logp = row_logprobs(policy.model, rows, pad, forbidden=forbidden, shared=False)
+    logp = row_logprobs(
+        policy.model,
+        rows,
+        pad,
+        forbidden=forbidden,
+        shared=False,
+        grammar=getattr(policy, "grammar", None),
+    )
     mask = rows.mask.to(logp.device)
     return -(logp.sum() / mask.sum()), float(mask.sum())
 

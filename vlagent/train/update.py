@@ -80,6 +80,7 @@ def sequence_logprobs(
         entropy_out=entropy_out,
         logits_chunk=g.logits_chunk,
         pack=g.pack_groups,
+        grammar=getattr(policy, "grammar", None),
     )
 
 

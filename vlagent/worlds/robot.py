@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from vlagent.codec.action_grammar import action_grammar
 from vlagent.codec.robot_actions import RobotActionCodec
 from vlagent.robot_config import RobotConfig
 from vlagent.rollout.runner import Decision
@@ -216,6 +217,8 @@ class RobotWorld(World):
             style=r.action_style,  # type: ignore[arg-type]
             tokenizer=tokenizer if r.action_style == "tokens" else None,
         )
+        if r.constrained:  # the policy acting here decodes only well-formed replies
+            policy.grammar = action_grammar(self.codec, tokenizer, int(tokenizer.eos_token_id))
         self._demo_episodes: list[Any] | None = None  # robot.demo_file, read on first use
         self._offsets = cfg.task.split_offsets()
         self._pools: dict[str, EnvPool] = {}
