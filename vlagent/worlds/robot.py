@@ -217,8 +217,12 @@ class RobotWorld(World):
             style=r.action_style,  # type: ignore[arg-type]
             tokenizer=tokenizer if r.action_style == "tokens" else None,
         )
-        if r.constrained:  # the policy acting here decodes only well-formed replies
-            policy.grammar = action_grammar(self.codec, tokenizer, int(tokenizer.eos_token_id))
+        # the policy acting here decodes only well-formed replies, or the whole vocabulary
+        policy.grammar = (
+            action_grammar(self.codec, tokenizer, int(tokenizer.eos_token_id))
+            if r.constrained
+            else None
+        )
         self._demo_episodes: list[Any] | None = None  # robot.demo_file, read on first use
         self._offsets = cfg.task.split_offsets()
         self._pools: dict[str, EnvPool] = {}

@@ -111,6 +111,27 @@ def test_turn_text_and_system_prompt() -> None:
     assert "3 actions separated by ';'" in system_prompt(cfg) and "0..255" in system_prompt(cfg)
 
 
+@pytest.mark.parametrize("style", ["padded", "tokens"])
+def test_constrained_world_samples_only_valid_replies(tiny_dir, style) -> None:
+    """robot.constrained: the untrained policy's sampled replies all parse (without it they
+    almost never do), and the scripted demonstrations score under the grammar (SFT)."""
+    from vlagent.train.sft import sft_loss
+
+    policy = load_policy(tiny_dir)
+    world = _world(
+        policy, f"robot.action_style={style}", "robot.constrained=true", "robot.max_steps=3"
+    )
+    assert policy.grammar is not None
+    specs = [EpisodeSpec(t) for t in world.task_ids("train", 0, 2)]
+    trajs = world.episodes(policy, "train", specs, 64, temperature=1.5, seed=0)
+    assert all(not x.invalid for t in trajs for x in t.turns)
+    assert world.summarize(trajs)["format_rate"] == 1.0
+    loss, tokens = sft_loss(policy, _demo(world, "demo", 2))
+    assert bool(loss.isfinite()) and tokens > 0
+    make_world(load_config(None, [*ROBOT, f"robot.action_style={style}"]), policy)
+    assert policy.grammar is None  # a world without the constraint lifts it
+
+
 def test_sft_then_grpo_run_in_the_robot_world(tiny_dir, tmp_path) -> None:
     from vlagent.train.grpo import run_grpo
     from vlagent.train.sft import run_sft
