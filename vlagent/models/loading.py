@@ -17,7 +17,7 @@ from vlagent.errors import ModelError
 from vlagent.models.tiny import FAMILIES, Family
 
 if TYPE_CHECKING:
-    from vlagent.codec.action_grammar import TokenGrammar
+    from vlagent.models.grammar import TokenGrammar
 
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

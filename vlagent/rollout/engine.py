@@ -19,7 +19,7 @@ import torch
 from transformers import LogitsProcessor
 
 from vlagent.batching import mask_logits, policy_forbidden_ids
-from vlagent.codec.action_grammar import TokenGrammar
+from vlagent.models.grammar import TokenGrammar
 from vlagent.rollout.prefix import sample_with_prefix
 from vlagent.rollout.rows import batch_prompts
 from vlagent.rollout.trajectory import Segment

@@ -25,7 +25,7 @@ import torch
 
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import mask_logits
-from vlagent.codec.action_grammar import TokenGrammar
+from vlagent.models.grammar import TokenGrammar
 from vlagent.rollout.chunked import decoder_and_head, head_logprobs, scaled_logits, token_stats
 from vlagent.rollout.grammar_head import grammar_token_stats, union_scores
 from vlagent.rollout.prefix import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from vlagent.codec.action_grammar import TokenGrammar
+from vlagent.models.grammar import TokenGrammar
 
 
 def union_scores(

@@ -22,8 +22,8 @@ import torch
 
 from vlagent.algos.entropy import entropy_of_logp
 from vlagent.batching import PromptBatch, mask_logits, mask_logits_
-from vlagent.codec.action_grammar import TokenGrammar
 from vlagent.errors import VlagentError
+from vlagent.models.grammar import TokenGrammar
 from vlagent.rollout.kv_slots import expand_into_slots
 from vlagent.rollout.packed import (
     attention_impl,
