@@ -193,12 +193,15 @@ def sample_with_prefix(
     logps = torch.zeros(n, max_new_tokens, device=device)
     done = torch.zeros(n, dtype=torch.bool, device=device)
     state = None if grammar is None else torch.full((n,), grammar.start, device=device)
+    union = None if grammar is None else grammar.union_ids(device)
     steps = 0
     for t in range(max_new_tokens):
-        # the step's logits are a fresh tensor nobody reads again: mask and scale in place
-        scores = mask_logits_(logits.float(), forbidden)
-        if grammar is not None and state is not None:
-            grammar.restrict_(scores, state)
+        if grammar is not None and state is not None and union is not None:
+            # only the K accepted ids can be drawn: work on [N, K], never on [N, V]
+            scores = logits[:, union].float()
+            scores.masked_fill_(~grammar.member.to(device)[state], float("-inf"))
+        else:  # the step's logits are a fresh tensor nobody reads again: mask in place
+            scores = mask_logits_(logits.float(), forbidden)
         if greedy:
             tok = scores.argmax(-1)
             logp = scores.gather(-1, tok[:, None]).squeeze(-1) - torch.logsumexp(scores, -1)
@@ -206,6 +209,8 @@ def sample_with_prefix(
             if temperature != 1.0:
                 scores = scores.div_(temperature)
             tok, logp = sample_scores(scores, gen)
+        if union is not None:
+            tok = union[tok]
         tok = torch.where(done, torch.full_like(tok, pad_id), tok)
         if grammar is not None and state is not None:
             live = ~done
