@@ -67,47 +67,33 @@ def padded_grammar(codec: RobotActionCodec, tokenizer: Any, eos: int) -> TokenGr
                 slots.append(("sep", tok[" "]))
         if a < codec.chunk - 1:
             slots.append(("sep", tok[";"]))
-    index: dict[tuple[int, bool], int] = {}
+    # one state per slot, two (tight: the number so far equals ``top``'s prefix, or loose)
+    # for a digit after a number's first; then eos, then a final state
+    state: dict[tuple[int, bool], int] = {}
+    for s, (kind, arg) in enumerate(slots):
+        for tight in (True, False) if kind == "digit" and arg > 0 else (True,):
+            state[(s, tight)] = len(state)
+    eos_state, final = len(state), len(state) + 1
 
-    def key(s: int, tight: bool) -> tuple[int, bool]:
-        kind = slots[s][0] if s < len(slots) else "eos"
-        return (s, tight if kind == "digit" and slots[s][1] > 0 else True)
+    def target(s: int, tight: bool) -> int:
+        if s == len(slots):
+            return eos_state
+        return state[(s, tight if slots[s][0] == "digit" and slots[s][1] > 0 else True)]
 
-    order = [key(0, True)]
-    while len(index) < len(order):  # breadth-first over reachable (slot, tight) states
-        index[order[len(index)]] = len(index)
-        s, tight = order[len(index) - 1]
-        for nxt in _successors(slots, s, tight, top, tok):
-            k = key(*nxt[1])
-            if k not in order:
-                order.append(k)
-    allowed: list[list[int]] = []
     step: list[dict[int, int]] = []
-    for s, tight in order:
-        edges = {i: index[key(*nxt)] for i, nxt in _successors(slots, s, tight, top, tok)}
-        if s >= len(slots):  # eos, then a final state that keeps accepting eos only
-            edges = {eos: len(order)}
-        allowed.append(sorted(edges))
-        step.append(edges)
-    allowed.append([eos])
-    step.append({eos: len(order)})
-    grammar = TokenGrammar(allowed, step)
+    for s, tight in state:  # in state order
+        kind, arg = slots[s]
+        if kind == "sep":
+            step.append({arg: target(s + 1, True)})
+        else:
+            bound = int(top[arg]) if tight else 9
+            step.append(
+                {tok[str(d)]: target(s + 1, tight and d == bound) for d in range(bound + 1)}
+            )
+    step += [{eos: final}, {eos: final}]
+    grammar = TokenGrammar([sorted(e) for e in step], step)
     _check_targets(grammar, codec, tokenizer, eos)
     return grammar
-
-
-def _successors(
-    slots: list[tuple[str, int]], s: int, tight: bool, top: str, tok: dict[str, int]
-) -> list[tuple[int, tuple[int, bool]]]:
-    """(id, (next slot, next tight)) for every id slot ``s`` accepts (``s`` past the slots:
-    none; the caller adds eos)."""
-    if s >= len(slots):
-        return []
-    kind, arg = slots[s]
-    if kind == "sep":
-        return [(arg, (s + 1, True))]
-    bound = int(top[arg]) if tight else 9
-    return [(tok[str(d)], (s + 1, tight and d == bound)) for d in range(bound + 1)]
 
 
 def tokens_grammar(codec: RobotActionCodec, eos: int) -> TokenGrammar:
