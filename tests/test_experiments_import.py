@@ -216,3 +216,50 @@ def test_sft_vs_grpo_chains_warmup_sft_grpo_and_scores_both(tmp_path, monkeypatc
     rec = json.loads(out.read_text())
     assert rec["rows"][0]["sft"]["success"] == 0.2 and rec["rows"][0]["grpo"]["success"] == 0.5
     assert abs(rec["mean_gain"] - 0.3) < 1e-9 and rec["warmup_set"] == ["robot.cubes=1"]
+
+
+def test_sft_vs_grpo_table_pairs_each_seed_with_its_own_control(tmp_path):
+    """The merged reach table: rows sorted by seed, GRPO and control gains against that seed's
+    SFT start, each control read from its own seed's folder, a seed without one marked 'not
+    run', a seed in two sources refused. Swapping seeds or signs in the merge breaks it."""
+    import json
+
+    from experiments.sft_vs_grpo_table import main, merge, table
+
+    def score(p):
+        return {"n": 200, "success": p, "ci_low": p - 0.05, "ci_high": p + 0.05}
+
+    def source(name, *rows):
+        path = tmp_path / name
+        path.write_text(json.dumps({"command": name, "rows": list(rows)}))
+        return str(path)
+
+    def row(seed, sft, grpo):
+        return {"seed": seed, "sft_steps": 1400, "sft": score(sft), "grpo": score(grpo)}
+
+    for seed, ok in ((1, 0.495), (2, 0.445)):
+        d = tmp_path / f"seed_{seed}" / "ctl"
+        d.mkdir(parents=True)
+        summary = {"n": 200, "success_rate": ok, "success_ci_low": ok - 0.07,
+                   "success_ci_high": ok + 0.07, "format_rate": 1.0}  # fmt: skip
+        (d / "eval_summary.json").write_text(json.dumps(summary))
+    a = source("a.json", row(2, 0.505, 0.675))
+    b = source("b.json", row(1, 0.345, 0.465), row(0, 0.065, 0.1))
+    merged = merge([a, b], str(tmp_path / "seed_{seed}" / "ctl"))
+    assert [r["seed"] for r in merged["rows"]] == [0, 1, 2]
+    r0, r1, r2 = merged["rows"]
+    assert "control" not in r0 and abs(r0["gain"] - 0.035) < 1e-9
+    assert abs(r1["gain"] - 0.12) < 1e-9 and abs(r1["control_gain"] - 0.15) < 1e-9
+    assert abs(r2["gain"] - 0.17) < 1e-9 and abs(r2["control_gain"] + 0.06) < 1e-9
+    assert abs(merged["mean_control_gain"] - 0.045) < 1e-9
+    text = table(merged)
+    assert "| 0 | 1,400 | 6.5 [1.5, 11.5] | 10.0 [5.0, 15.0] | +3.5 | not run | – |" in text
+    assert (
+        "| 2 | 1,400 | 50.5 [45.5, 55.5] | 67.5 [62.5, 72.5] | +17.0 | 44.5 [37.5, 51.5] | -6.0 |"
+        in text
+    )
+    out = tmp_path / "m.json"
+    assert main(["--out", str(out), "--control", str(tmp_path / "seed_{seed}/ctl"), a, b]) == 0
+    assert json.loads(out.read_text())["rows"][1]["control"]["success"] == 0.495
+    with pytest.raises(ValueError, match="seed 2 appears in more than one source"):
+        merge([a, source("c.json", row(2, 0.1, 0.2))], None)
