@@ -59,6 +59,13 @@ def held_out(path: str, cfg: Any, n: int) -> dict[str, Any]:
     }
 
 
+def pct_ci(score: dict[str, Any]) -> str:
+    """``"34.5 [28.3, 41.3]"``: a held-out score's success and 95 % interval, in percent."""
+    return (
+        f"{100 * score['success']:.1f} [{100 * score['ci_low']:.1f}, {100 * score['ci_high']:.1f}]"
+    )
+
+
 def stage_overrides(args: argparse.Namespace, seed: int, stage: str) -> list[str]:
     """The overrides of one stage (``warmup`` | ``sft`` | ``grpo``): common, then its own."""
     own = {"warmup": args.warmup_set, "sft": args.sft_set, "grpo": args.grpo_set}[stage]
@@ -154,12 +161,7 @@ def main(
                 },
             )
     for r in rows:
-        sys.stdout.write(
-            f"seed {r['seed']}: SFT {100 * r['sft']['success']:.1f} "
-            f"[{100 * r['sft']['ci_low']:.1f}, {100 * r['sft']['ci_high']:.1f}] -> GRPO "
-            f"{100 * r['grpo']['success']:.1f} "
-            f"[{100 * r['grpo']['ci_low']:.1f}, {100 * r['grpo']['ci_high']:.1f}]\n"
-        )
+        sys.stdout.write(f"seed {r['seed']}: SFT {pct_ci(r['sft'])} -> GRPO {pct_ci(r['grpo'])}\n")
     return 0
 
 

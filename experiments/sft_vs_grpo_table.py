@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiments.sft_vs_grpo import pct_ci
 from vlagent.io import atomic_write_json
 
 
@@ -65,12 +66,6 @@ def merge(sources: list[str], control: str | None) -> dict[str, Any]:
     }
 
 
-def _pct(score: dict[str, Any]) -> str:
-    return (
-        f"{100 * score['success']:.1f} [{100 * score['ci_low']:.1f}, {100 * score['ci_high']:.1f}]"
-    )
-
-
 def table(merged: dict[str, Any]) -> str:
     """The markdown table: seed, SFT steps, SFT, GRPO, gain, control, control gain (%)."""
     lines = [
@@ -81,8 +76,8 @@ def table(merged: dict[str, Any]) -> str:
         ctl = r.get("control")
         ctl_gain = f"{100 * r['control_gain']:+.1f}" if ctl else "–"
         lines.append(
-            f"| {r['seed']} | {r['sft_steps']:,} | {_pct(r['sft'])} | {_pct(r['grpo'])} "
-            f"| {100 * r['gain']:+.1f} | {_pct(ctl) if ctl else 'not run'} "
+            f"| {r['seed']} | {r['sft_steps']:,} | {pct_ci(r['sft'])} | {pct_ci(r['grpo'])} "
+            f"| {100 * r['gain']:+.1f} | {pct_ci(ctl) if ctl else 'not run'} "
             f"| {ctl_gain} |"
         )
     return "\n".join(lines) + "\n"
