@@ -263,3 +263,16 @@ def test_sft_vs_grpo_table_pairs_each_seed_with_its_own_control(tmp_path):
     assert json.loads(out.read_text())["rows"][1]["control"]["success"] == 0.495
     with pytest.raises(ValueError, match="seed 2 appears in more than one source"):
         merge([a, source("c.json", row(2, 0.1, 0.2))], None)
+    # a table written before (its run folders gone) plus a new seed with its own control
+    d = tmp_path / "new" / "seed_3" / "ctl"
+    d.mkdir(parents=True)
+    (d / "eval_summary.json").write_text(json.dumps({"n": 200, "success_rate": 0.3,
+        "success_ci_low": 0.25, "success_ci_high": 0.35}))  # fmt: skip
+    grown = merge(
+        [str(out), source("d.json", row(3, 0.2, 0.4))], str(tmp_path / "new/seed_{seed}/ctl")
+    )
+    assert [r["seed"] for r in grown["rows"]] == [0, 1, 2, 3]
+    assert [r.get("control", {}).get("success") for r in grown["rows"]] == [None, 0.495, 0.445, 0.3]
+    assert abs(grown["rows"][2]["control_gain"] + 0.06) < 1e-9
+    assert abs(grown["rows"][3]["control_gain"] - 0.1) < 1e-9
+    assert grown["source_commands"] == ["a.json", "b.json", "d.json"]
