@@ -9,8 +9,8 @@ continued-SFT control into one JSON, and print the markdown table of ``docs/RESU
 ``vlagent eval --out`` wrote for the control's model on the same held-out tasks; a seed without
 one gets no control entry (said in the table). A source may also be a file this command wrote
 before (to add seeds to a table whose run folders are gone): its rows keep the control and
-gain they carry unless the template finds a summary for that seed, and the commands of its own
-sources are carried over. Rates are fractions in the JSON and percentages
+gain they carry unless the template finds a summary for that seed, and its own sources (files and
+commands) are carried over. Rates are fractions in the JSON and percentages
 in the table; gains are GRPO minus SFT and control minus SFT, per seed.
 """
 
@@ -43,9 +43,10 @@ def merge(sources: list[str], control: str | None) -> dict[str, Any]:
     """Rows of every source, sorted by seed, each with ``gain`` and (when the control's
     summary exists) ``control`` and ``control_gain``. A seed listed twice is an error."""
     rows: dict[int, dict[str, Any]] = {}
-    commands = []
+    files, commands = [], []
     for src in sources:
         data = json.loads(Path(src).read_text())
+        files.extend(data.get("sources") or [src])
         commands.extend(data.get("source_commands") or [data.get("command")])
         for row in data["rows"]:
             seed = int(row["seed"])
@@ -60,7 +61,7 @@ def merge(sources: list[str], control: str | None) -> dict[str, Any]:
     ordered = [rows[s] for s in sorted(rows)]
     controls = [r["control_gain"] for r in ordered if "control_gain" in r]
     return {
-        "sources": sources,
+        "sources": files,
         "source_commands": commands,
         "control": control,
         "rows": ordered,

@@ -276,3 +276,4 @@ def test_sft_vs_grpo_table_pairs_each_seed_with_its_own_control(tmp_path):
     assert abs(grown["rows"][2]["control_gain"] + 0.06) < 1e-9
     assert abs(grown["rows"][3]["control_gain"] - 0.1) < 1e-9
     assert grown["source_commands"] == ["a.json", "b.json", "d.json"]
+    assert grown["sources"] == [a, b, str(tmp_path / "d.json")]
