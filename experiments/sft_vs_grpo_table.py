@@ -8,10 +8,10 @@ continued-SFT control into one JSON, and print the markdown table of ``docs/RESU
 ``--control`` is a folder template (``{seed}`` filled in) holding the ``eval_summary.json`` that
 ``vlagent eval --out`` wrote for the control's model on the same held-out tasks; a seed without
 one gets no control entry (said in the table). A source may also be a file this command wrote
-before (to add seeds to a table whose run folders are gone): its rows keep the control and
-gain they carry unless the template finds a summary for that seed, and its own sources (files and
-commands) are carried over. Rates are fractions in the JSON and percentages
-in the table; gains are GRPO minus SFT and control minus SFT, per seed.
+before (to add seeds to a table whose run folders are gone): its rows keep the control and gain
+they carry unless the template finds a summary for that seed, and its own sources (files and
+commands) are carried over. Rates are fractions in the JSON and percentages in the table; gains
+are GRPO minus SFT and control minus SFT, per seed.
 """
 
 from __future__ import annotations
