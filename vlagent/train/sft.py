@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from vlagent.batching import policy_forbidden_ids
-from vlagent.config import TrainConfig
+from vlagent.config import SFTConfig, TrainConfig
 from vlagent.rollout.forward import row_logprobs
 from vlagent.rollout.rows import build_rows
 from vlagent.rollout.runner import EpisodeSpec, Limits
@@ -99,6 +99,18 @@ def sft_loss(policy: Any, trajs: list[Trajectory]) -> tuple[torch.Tensor, float]
     return -(logp.sum() / mask.sum()), float(mask.sum())
 
 
+def early_stop(s: SFTConfig, extra: dict[str, float]) -> str | None:
+    """Why SFT stops before its step budget (``max_seconds`` | ``stop_accuracy`` | ``plateau``),
+    from the run's counters ``extra`` (saved in checkpoints), or None to go on."""
+    if s.max_seconds > 0 and extra["train_seconds"] >= s.max_seconds:
+        return "max_seconds"
+    if s.stop_accuracy > 0 and extra["best_val"] >= s.stop_accuracy:
+        return "stop_accuracy"
+    if s.plateau_patience > 0 and extra["since_best"] >= s.plateau_patience:
+        return "plateau"
+    return None
+
+
 def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
     """Run the SFT recipe described by ``cfg`` (see module docstring)."""
     s, e = cfg.sft, cfg.eval
@@ -117,8 +129,11 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
     step = run.step
     stop_reason = "steps"
     while step < s.steps:
-        if s.max_seconds > 0 and extra["train_seconds"] >= s.max_seconds:
-            stop_reason = "max_seconds"
+        # checked before a step, so a run resumed after its stop (a relaunched driver) stops
+        # again at once instead of training one step past it
+        reason = early_stop(s, extra)
+        if reason is not None:
+            stop_reason = reason
             break
         timer = Timer()
         t0 = time.perf_counter()
@@ -172,11 +187,7 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
         run.metrics.log(step, row)
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
             run.checkpoint(step)
-        if s.stop_accuracy > 0 and extra["best_val"] >= s.stop_accuracy:
-            stop_reason = "stop_accuracy"
-            break
-        if s.plateau_patience > 0 and extra["since_best"] >= s.plateau_patience:
-            stop_reason = "plateau"
-            break
+    if stop_reason == "steps":  # a stop met on the very last step still names its cause
+        stop_reason = early_stop(s, extra) or stop_reason
     final = run.finish(step, stop_reason)
     return SFTResult(str(final), step, extra["train_seconds"], extra["best_val"], stop_reason)

@@ -201,6 +201,34 @@ def test_sft_reduces_loss_on_demos(tmp_path, tiny_dir):
     assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5
 
 
+def test_sft_resumed_after_its_early_stop_stops_again_at_once(tmp_path, tiny_dir):
+    """A relaunched driver reruns a finished SFT stage in its folder: the run resumes from the
+    checkpoint at its stop and must stop there, not train one step past it."""
+    cfg = load_config(
+        None,
+        [
+            f"model.path={tiny_dir}",
+            "model.build_tiny=false",
+            f"run.out_dir={tmp_path / 'sft'}",
+            "recipe=sft",
+            "sft.steps=12",
+            "sft.num_demos=8",
+            "sft.batch_size=2",
+            "sft.plateau_patience=1",
+            "run.checkpoint_every=2",
+            *SMALL,
+            "eval.every=2",
+            "eval.monitor_screens=4",
+        ],
+    )
+    first = run_sft(cfg)
+    assert first.stop_reason == "plateau" and first.steps < 12
+    again = run_sft(cfg)
+    assert (again.steps, again.stop_reason) == (first.steps, "plateau")
+    steps = [r["step"] for r in read_metrics(tmp_path / "sft" / "metrics.jsonl", "sft")]
+    assert steps == list(range(1, first.steps + 1))
+
+
 def test_cli_two_step_smoke(tmp_path, tiny_dir):
     out = tmp_path / "cli"
     cmd = [
