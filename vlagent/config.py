@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vlagent.algo_config import PRESETS, GRPOConfig, LoRAConfig
+from vlagent.algo_config import PRESETS, SCHEDULES, GRPOConfig, LoRAConfig
 from vlagent.errors import ConfigError
 from vlagent.robot_config import RobotConfig
 from vlagent.screen_config import DesktopConfig, WebConfig
@@ -96,7 +96,14 @@ class SFTConfig:
     batch_size: int = 16
     """Demonstrations per step."""
     lr: float = 1e-3
-    """AdamW learning rate."""
+    """Peak AdamW learning rate."""
+    lr_schedule: str = "constant"
+    """constant | linear | cosine decay over ``steps`` after warmup. A decaying schedule on a
+    short SFT stage started from a checkpoint anneals a constant-lr run (warmup-stable-decay)."""
+    warmup_steps: int = 0
+    """Optimizer steps of linear warmup."""
+    min_lr_ratio: float = 0.0
+    """Floor of the decayed learning rate as a fraction of ``lr``."""
     num_demos: int = 0
     """Size of the fixed demonstration set (0 = a fresh task for every sample)."""
     max_grad_norm: float = 1.0
@@ -105,6 +112,23 @@ class SFTConfig:
     """Stop once held-out accuracy (on ``eval.monitor_screens``) reaches this (0 = off)."""
     plateau_patience: int = 0
     """Stop after this many monitor evals without improvement (0 = off)."""
+
+    def __post_init__(self) -> None:
+        _check(
+            self.lr_schedule in SCHEDULES,
+            "sft.lr_schedule",
+            f"{self.lr_schedule!r} is unknown; use one of {', '.join(SCHEDULES)}",
+        )
+        _check(
+            0 <= self.warmup_steps <= max(self.steps, 0),
+            "sft.warmup_steps",
+            f"must be in [0, sft.steps={self.steps}], got {self.warmup_steps}",
+        )
+        _check(
+            0 <= self.min_lr_ratio <= 1,
+            "sft.min_lr_ratio",
+            f"must be in [0, 1], got {self.min_lr_ratio}",
+        )
 
 
 @dataclasses.dataclass

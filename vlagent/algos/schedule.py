@@ -6,6 +6,8 @@ import math
 from collections.abc import Callable
 from typing import Literal
 
+import torch
+
 ScheduleKind = Literal["constant", "linear", "cosine"]
 
 
@@ -49,3 +51,19 @@ def lr_lambda(
         return min_ratio + (1.0 - min_ratio) * shape
 
     return multiplier
+
+
+def lambda_scheduler(
+    opt: torch.optim.Optimizer, multiplier: Callable[[int], float], state: dict | None = None
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A ``LambdaLR`` over ``opt``; with ``state`` (a checkpoint's), resumed where it stopped.
+
+    ``LambdaLR``'s constructor sets every group's rate for step 0 and ``load_state_dict``
+    restores only the scheduler's own counter, so a resumed run would take its first step at
+    the step-0 rate; the saved last rates are written back into the optimizer here."""
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, multiplier)
+    if state:
+        sched.load_state_dict(state)
+        for group, lr in zip(opt.param_groups, sched.get_last_lr(), strict=True):
+            group["lr"] = lr
+    return sched

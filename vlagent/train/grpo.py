@@ -26,7 +26,7 @@ import torch
 from vlagent.algo_config import GRPOConfig
 from vlagent.algos.filters import DynamicSampler, overlong_mask
 from vlagent.algos.kl import kl_in_reward
-from vlagent.algos.schedule import lr_lambda
+from vlagent.algos.schedule import lambda_scheduler, lr_lambda
 from vlagent.config import TrainConfig
 from vlagent.rollout.prefill_stash import has_dropout, stash_prefills
 from vlagent.rollout.rows import build_rows, with_advantages
@@ -151,11 +151,14 @@ def collect(
     return kept, stats
 
 
-def make_scheduler(opt: torch.optim.Optimizer, g: GRPOConfig) -> torch.optim.lr_scheduler.LambdaLR:
-    """LR schedule over all optimizer steps of the run (steps × epochs × minibatches)."""
+def make_scheduler(
+    opt: torch.optim.Optimizer, g: GRPOConfig, state: dict | None = None
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """LR schedule over all optimizer steps of the run (steps × epochs × minibatches);
+    ``state``: a checkpoint's scheduler state to resume from."""
     total = max(g.steps * g.epochs * g.minibatches, 1)
-    return torch.optim.lr_scheduler.LambdaLR(
-        opt, lr_lambda(g.lr_schedule, g.warmup_steps, total, g.min_lr_ratio)
+    return lambda_scheduler(
+        opt, lr_lambda(g.lr_schedule, g.warmup_steps, total, g.min_lr_ratio), state
     )
 
 
@@ -267,9 +270,7 @@ def run_grpo(cfg: TrainConfig, phase: str = "grpo") -> GRPOResult:
         model = policy.model
         enable = getattr(model, "activation_checkpointing_enable", None)
         (enable or model.gradient_checkpointing_enable)()
-    sched = make_scheduler(opt, g)
-    if run.state and run.state.get("scheduler"):
-        sched.load_state_dict(run.state["scheduler"])
+    sched = make_scheduler(opt, g, run.state.get("scheduler") if run.state else None)
     reference = None
     if g.kl_coef > 0 and not cfg.model.lora.enabled:
         from vlagent.models.loading import load_policy

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vlagent.algos.schedule import lambda_scheduler, lr_lambda
 from vlagent.batching import policy_forbidden_ids
 from vlagent.config import SFTConfig, TrainConfig
 from vlagent.rollout.forward import row_logprobs
@@ -124,6 +125,11 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
         extra={"train_seconds": 0.0, "best_val": -1.0, "since_best": 0},
     )
     policy, opt, world, extra = run.policy, run.opt, run.world, run.extra
+    sched = lambda_scheduler(
+        opt,
+        lr_lambda(s.lr_schedule, s.warmup_steps, max(s.steps, 1), s.min_lr_ratio),
+        run.state.get("scheduler") if run.state else None,
+    )
     learner, par = run.learner, run.par
     cache: dict[Any, Trajectory | None] = {}
     step = run.step
@@ -160,7 +166,9 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
             (loss * share).backward()
             params = [q for q in learner.model.parameters() if q.requires_grad]
             grad_norm = torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm or float("inf"))
+            lr = opt.param_groups[0]["lr"]  # the rate this step used
             opt.step()
+            sched.step()
             loss_value = par.total(loss.item() * tokens) / total_tokens if par.on else loss.item()
         step += 1
         if par.on:
@@ -170,6 +178,7 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
         row = {
             "loss": loss_value,
             "grad_norm": float(grad_norm),
+            "lr": lr,
             "tokens": total_tokens,
             "train_seconds": extra["train_seconds"],
             "samples_per_s": par.total(len(trajs)) / max(time.perf_counter() - t0, 1e-9),
@@ -186,8 +195,8 @@ def run_sft(cfg: TrainConfig, phase: str = "sft") -> SFTResult:
                 extra["since_best"] += 1
         run.metrics.log(step, row)
         if cfg.run.checkpoint_every and step % cfg.run.checkpoint_every == 0:
-            run.checkpoint(step)
+            run.checkpoint(step, scheduler=sched)
     if stop_reason == "steps":  # a stop met on the very last step still names its cause
         stop_reason = early_stop(s, extra) or stop_reason
-    final = run.finish(step, stop_reason)
+    final = run.finish(step, stop_reason, scheduler=sched)
     return SFTResult(str(final), step, extra["train_seconds"], extra["best_val"], stop_reason)

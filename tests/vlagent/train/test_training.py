@@ -167,6 +167,42 @@ def test_resume_equals_uninterrupted(tmp_path, tiny_dir):
         assert torch.allclose(pa[k], pb[k], atol=1e-6), k
 
 
+def _cut_at_step_2(src, dst, phase):
+    """Copy a finished run's folder as its step-2 checkpoint left it (a run killed there)."""
+    import shutil
+
+    from vlagent.train.checkpoint import checkpoint_root
+
+    shutil.copytree(src, dst)
+    root = checkpoint_root(dst, phase)
+    shutil.rmtree(root / "step_000004")
+    (root / "latest").write_text("step_000002")
+
+
+def test_grpo_resume_continues_a_decaying_lr(tmp_path, sft_dir):
+    """grpo.lr_schedule=linear, killed after step 2: the resumed steps use the decayed rates
+    (a restored scheduler counter alone leaves the optimizer at the step-0 rate)."""
+    extra = [
+        "grpo.lr_schedule=linear",
+        "grpo.minibatches=1",
+        "grpo.lr=1e-4",
+        "grpo.max_new_tokens=32",
+    ]
+    straight = run_grpo(_grpo_cfg(tmp_path, sft_dir, "a", 4, extra))
+    _cut_at_step_2(tmp_path / "a", tmp_path / "b", "grpo")
+    resumed = run_grpo(_grpo_cfg(tmp_path, sft_dir, "b", 4, extra))
+    # the logged rate is the scheduler's after the step; the weights show the rate it used
+    pa = load_policy(straight.final_dir).model.state_dict()
+    pb = load_policy(resumed.final_dir).model.state_dict()
+    assert all(torch.allclose(pa[k], pb[k], atol=1e-6) for k in pa)
+    a = read_metrics(tmp_path / "a" / "metrics.jsonl", "grpo")
+    b = read_metrics(tmp_path / "b" / "metrics.jsonl", "grpo")
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    assert [r["lr"] for r in b] == pytest.approx([r["lr"] for r in a])
+    assert len({round(r["lr"], 12) for r in a}) == 4  # it does decay, step by step
+    assert all(r["grad_norm"] > 0 for r in a[2:])  # steps 3-4 move the weights
+
+
 def test_resume_refuses_a_folder_of_another_experiment(tmp_path, tiny_dir):
     """A checkpoint folder written under another config (here: lr) is not silently continued."""
     from vlagent.errors import ConfigError
@@ -227,6 +263,38 @@ def test_sft_resumed_after_its_early_stop_stops_again_at_once(tmp_path, tiny_dir
     assert (again.steps, again.stop_reason) == (first.steps, "plateau")
     steps = [r["step"] for r in read_metrics(tmp_path / "sft" / "metrics.jsonl", "sft")]
     assert steps == list(range(1, first.steps + 1))
+
+
+def _sft_cfg(out, tiny_dir, *extra: str):
+    return load_config(
+        None,
+        [
+            f"model.path={tiny_dir}",
+            "model.build_tiny=false",
+            f"run.out_dir={out}",
+            "recipe=sft",
+            "sft.num_demos=4",
+            "sft.batch_size=2",
+            *SMALL,
+            *extra,
+        ],
+    )
+
+
+def test_sft_lr_schedule_decays_and_resumes_where_it_was(tmp_path, tiny_dir):
+    """sft.lr_schedule=linear: each step's logged rate is lr·(1 - step/steps); a run resumed
+    from its step-2 checkpoint continues the decay (the scheduler's state is saved)."""
+    opts = ("sft.steps=4", "sft.lr=1e-3", "sft.lr_schedule=linear", "run.checkpoint_every=2")
+    run_sft(_sft_cfg(tmp_path / "a", tiny_dir, *opts))
+    lrs = [r["lr"] for r in read_metrics(tmp_path / "a" / "metrics.jsonl", "sft")]
+    assert lrs == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
+    _cut_at_step_2(tmp_path / "a", tmp_path / "b", "sft")
+    run_sft(_sft_cfg(tmp_path / "b", tiny_dir, *opts))
+    rows = read_metrics(tmp_path / "b" / "metrics.jsonl", "sft")
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert [r["lr"] for r in rows] == pytest.approx(lrs)
+    with pytest.raises(Exception, match="sft.lr_schedule"):
+        _sft_cfg(tmp_path / "c", tiny_dir, "sft.lr_schedule=step")
 
 
 def test_cli_two_step_smoke(tmp_path, tiny_dir):
