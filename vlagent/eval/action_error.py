@@ -172,7 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         result = action_error(world, policy, args.episodes, cfg.eval.max_new_tokens)
     finally:
         world.close()
-    result.update(model=args.model, config=args.config, command=" ".join(sys.argv))
+    words = sys.argv[1:] if argv is None else argv
+    result.update(
+        model=args.model,
+        config=args.config,
+        command=" ".join(["python -m vlagent.eval.action_error", *words]),
+    )
     if args.out:
         atomic_write_json(args.out, result)
     sys.stdout.write(json.dumps(result, indent=1) + "\n")
