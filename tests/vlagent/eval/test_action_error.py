@@ -82,3 +82,17 @@ def test_malformed_first_replies_are_counted_not_scored(world) -> None:
     out = score_first_replies(world, trajs)
     assert (out["episodes"], out["scored"], out["malformed_first_reply"]) == (2, 0, 2)
     assert out["slots"] == []
+
+
+def test_cli_writes_the_json_with_its_command(tmp_path, tiny_dir) -> None:
+    import json
+
+    from vlagent.eval.action_error import main
+
+    out = tmp_path / "e.json"
+    args = ["--config", "robot_sft", "--model", str(tiny_dir), "--episodes", "2", "--out",
+            str(out), "robot.image_size=32", "robot.action_frame=target", "run.threads=1"]  # fmt: skip
+    assert main(args) == 0
+    got = json.loads(out.read_text())
+    assert got["episodes"] == 2 and got["scored"] + got["malformed_first_reply"] == 2
+    assert got["command"] == "python -m vlagent.eval.action_error " + " ".join(args)
