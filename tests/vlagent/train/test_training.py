@@ -217,19 +217,15 @@ def test_resume_refuses_a_folder_of_another_experiment(tmp_path, tiny_dir):
     assert run_grpo(fresh).steps == 1
 
 
+def _sft_cfg(out, tiny_dir, *extra: str):
+    """An SFT config on the tiny model writing to ``out``; ``extra`` sets the sft.* budget."""
+    base = [f"model.path={tiny_dir}", "model.build_tiny=false", f"run.out_dir={out}"]
+    return load_config(None, [*base, "recipe=sft", *SMALL, *extra])
+
+
 def test_sft_reduces_loss_on_demos(tmp_path, tiny_dir):
-    cfg = load_config(
-        None,
-        [
-            f"model.path={tiny_dir}",
-            "model.build_tiny=false",
-            f"run.out_dir={tmp_path / 'sft'}",
-            "recipe=sft",
-            "sft.steps=30",
-            "sft.num_demos=8",
-            "sft.batch_size=8",
-            *SMALL,
-        ],
+    cfg = _sft_cfg(
+        tmp_path / "sft", tiny_dir, "sft.steps=30", "sft.num_demos=8", "sft.batch_size=8"
     )
     result = run_sft(cfg)
     losses = [r["loss"] for r in read_metrics(tmp_path / "sft" / "metrics.jsonl", "sft")]
@@ -240,23 +236,9 @@ def test_sft_reduces_loss_on_demos(tmp_path, tiny_dir):
 def test_sft_resumed_after_its_early_stop_stops_again_at_once(tmp_path, tiny_dir):
     """A relaunched driver reruns a finished SFT stage in its folder: the run resumes from the
     checkpoint at its stop and must stop there, not train one step past it."""
-    cfg = load_config(
-        None,
-        [
-            f"model.path={tiny_dir}",
-            "model.build_tiny=false",
-            f"run.out_dir={tmp_path / 'sft'}",
-            "recipe=sft",
-            "sft.steps=12",
-            "sft.num_demos=8",
-            "sft.batch_size=2",
-            "sft.plateau_patience=1",
-            "run.checkpoint_every=2",
-            *SMALL,
-            "eval.every=2",
-            "eval.monitor_screens=4",
-        ],
-    )
+    opts = ("sft.steps=12", "sft.num_demos=8", "sft.batch_size=2", "sft.plateau_patience=1")
+    more = ("run.checkpoint_every=2", "eval.every=2", "eval.monitor_screens=4")
+    cfg = _sft_cfg(tmp_path / "sft", tiny_dir, *opts, *more)
     first = run_sft(cfg)
     assert first.stop_reason == "plateau" and first.steps < 12
     again = run_sft(cfg)
@@ -265,26 +247,11 @@ def test_sft_resumed_after_its_early_stop_stops_again_at_once(tmp_path, tiny_dir
     assert steps == list(range(1, first.steps + 1))
 
 
-def _sft_cfg(out, tiny_dir, *extra: str):
-    return load_config(
-        None,
-        [
-            f"model.path={tiny_dir}",
-            "model.build_tiny=false",
-            f"run.out_dir={out}",
-            "recipe=sft",
-            "sft.num_demos=4",
-            "sft.batch_size=2",
-            *SMALL,
-            *extra,
-        ],
-    )
-
-
 def test_sft_lr_schedule_decays_and_resumes_where_it_was(tmp_path, tiny_dir):
     """sft.lr_schedule=linear: each step's logged rate is lr·(1 - step/steps); a run resumed
     from its step-2 checkpoint continues the decay (the scheduler's state is saved)."""
-    opts = ("sft.steps=4", "sft.lr=1e-3", "sft.lr_schedule=linear", "run.checkpoint_every=2")
+    opts = ("sft.steps=4", "sft.num_demos=4", "sft.batch_size=2", "sft.lr=1e-3",
+            "sft.lr_schedule=linear", "run.checkpoint_every=2")  # fmt: skip
     run_sft(_sft_cfg(tmp_path / "a", tiny_dir, *opts))
     lrs = [r["lr"] for r in read_metrics(tmp_path / "a" / "metrics.jsonl", "sft")]
     assert lrs == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
