@@ -2,8 +2,9 @@
 
 For each seed: build the tiny model (``model.tiny_seed`` = seed); optionally run a warm-up SFT
 stage (a curriculum rung, e.g. ``robot.cubes=1``, its own overrides); SFT with the
-``--sft-recipe``; score greedily on the first ``--episodes`` held-out test tasks; GRPO with the
-``--grpo-recipe`` from the SFT checkpoint; score again on the same tasks. Every budget is a
+``--sft-recipe``; optionally anneal it (``--anneal-set``: more SFT steps with a decaying rate,
+scored before and after); score greedily on the first ``--episodes`` held-out test tasks; GRPO
+with the ``--grpo-recipe`` from the (annealed) SFT checkpoint; score again on the same tasks. Every budget is a
 step count (or the recipe's accuracy stop), so results do not depend on machine load. Success
 rates carry Wilson 95 % intervals; the JSON is rewritten (atomically) after every seed.
 
@@ -12,7 +13,8 @@ rates carry Wilson 95 % intervals; the JSON is rewritten (atomically) after ever
         run.threads=1 robot.action_frame=target ...
 
 Trailing ``key=value`` overrides apply to every stage; ``--warmup-set``, ``--sft-set`` and
-``--grpo-set`` to one stage each (after the common ones). Run from the repository root
+``--grpo-set`` to one stage each (after the common ones); the anneal stage takes the SFT
+stage's and then ``--anneal-set``. Run from the repository root
 (``experiments`` is not an installed package).
 """
 
@@ -72,6 +74,22 @@ def stage_overrides(args: argparse.Namespace, seed: int, stage: str) -> list[str
     return [f"run.seed={seed}", "run.progress=false", *args.overrides, *own]
 
 
+def anneal_overrides(
+    args: argparse.Namespace, seed: int, sft_cfg: Any, sft_steps: int
+) -> list[str]:
+    """The anneal stage's overrides: the SFT stage's, then ``--anneal-set`` (its budget and a
+    decaying ``sft.lr_schedule``: warmup-stable-decay), on training tasks after the ones SFT
+    read, and never stopped early (it starts where SFT's accuracy stop already holds)."""
+    fresh = sft_cfg.task.train_seed_offset + sft_steps * sft_cfg.sft.batch_size
+    return [
+        *stage_overrides(args, seed, "sft"),
+        f"task.train_seed_offset={fresh}",
+        *args.anneal_set,
+        "sft.stop_accuracy=0",
+        "sft.plateau_patience=0",
+    ]
+
+
 def _sft(recipe: str, overrides: list[str], start: str, out: Path) -> tuple[Any, Any]:
     """One SFT stage from the checkpoint ``start`` into ``out``: (its config, its result)."""
     cfg = load_config(RECIPES_DIR / f"{recipe}.yaml", overrides)
@@ -84,7 +102,8 @@ def _sft(recipe: str, overrides: list[str], start: str, out: Path) -> tuple[Any,
 
 
 def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Warm-up SFT (optional), SFT, held-out score, GRPO, held-out score for one seed."""
+    """Warm-up SFT (optional), SFT, anneal (optional), held-out score, GRPO, held-out score for
+    one seed."""
     root = Path(args.out) / f"seed_{seed}"
     model = str(root / "model")
     base = load_config(RECIPES_DIR / f"{args.sft_recipe}.yaml", stage_overrides(args, seed, "sft"))
@@ -98,13 +117,20 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
         start = warm.final_dir
     sft_cfg, sft = _sft(args.sft_recipe, stage_overrides(args, seed, "sft"), start, root / "sft")
     row["sft_steps"] = sft.steps
-    row["sft"] = held_out(sft.final_dir, sft_cfg, args.episodes)
+    start = sft.final_dir
+    if args.anneal_set:
+        row["sft_before_anneal"] = held_out(start, sft_cfg, args.episodes)
+        sft_cfg, anneal = _sft(args.sft_recipe, anneal_overrides(args, seed, sft_cfg, sft.steps),
+                               start, root / "anneal")  # fmt: skip
+        row["anneal_steps"] = anneal.steps
+        start = anneal.final_dir
+    row["sft"] = held_out(start, sft_cfg, args.episodes)
     log.info("seed %d SFT: %.3f", seed, row["sft"]["success"])
     grpo_cfg = load_config(
         RECIPES_DIR / f"{args.grpo_recipe}.yaml",
         [
             *stage_overrides(args, seed, "grpo"),
-            f"model.path={sft.final_dir}",
+            f"model.path={start}",
             "model.build_tiny=false",
             f"run.out_dir={root / 'grpo'}",
         ],
@@ -127,6 +153,9 @@ def parse_args(argv: list[str] | None = None, **defaults: Any) -> argparse.Names
     p.add_argument("--json", default=None, help="JSON file to write (atomically, per seed)")
     p.add_argument("--warmup-set", nargs="*", default=[], help="a warm-up SFT stage's overrides")
     p.add_argument("--sft-set", nargs="*", default=[], help="SFT-only overrides")
+    p.add_argument("--anneal-set", nargs="*", default=[],
+                   help="an anneal stage after SFT (e.g. sft.steps=300 sft.lr_schedule=linear): "
+                   "GRPO starts from it, and its score is the row's sft")  # fmt: skip
     p.add_argument("--grpo-set", nargs="*", default=[], help="GRPO-only overrides")
     p.add_argument("overrides", nargs="*", help="key=value, applied to every stage")
     p.set_defaults(**defaults)
@@ -155,6 +184,7 @@ def main(
                     "overrides": args.overrides,
                     "warmup_set": args.warmup_set,
                     "sft_set": args.sft_set,
+                    "anneal_set": args.anneal_set,
                     "grpo_set": args.grpo_set,
                     "rows": rows,
                     "mean_gain": statistics.fmean(gains),

@@ -4,7 +4,9 @@ renamed or moved API would otherwise break them unnoticed) and parse their defau
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
+from typing import Any
 
 import pytest
 
@@ -216,6 +218,49 @@ def test_sft_vs_grpo_chains_warmup_sft_grpo_and_scores_both(tmp_path, monkeypatc
     rec = json.loads(out.read_text())
     assert rec["rows"][0]["sft"]["success"] == 0.2 and rec["rows"][0]["grpo"]["success"] == 0.5
     assert abs(rec["mean_gain"] - 0.3) < 1e-9 and rec["warmup_set"] == ["robot.cubes=1"]
+
+
+def test_sft_vs_grpo_anneal_stage_sits_between_sft_and_grpo(tmp_path, monkeypatch):
+    """--anneal-set: the anneal starts from SFT's checkpoint with SFT's overrides then its own,
+    on training tasks after SFT's, never stopped early; GRPO starts from the anneal, whose
+    score is the row's sft (SFT's own score kept beside it)."""
+    from types import SimpleNamespace
+
+    import experiments.sft_vs_grpo as sv
+
+    calls: list[tuple[str, Any]] = []
+
+    def fake_sft(cfg):
+        calls.append(("sft", cfg))
+        return SimpleNamespace(steps=5, final_dir=cfg.run.out_dir + "/final")
+
+    def fake_grpo(cfg):
+        calls.append(("grpo", cfg))
+        return SimpleNamespace(steps=3, final_dir=cfg.run.out_dir + "/final")
+
+    def fake_held_out(path, cfg, n):
+        ok = {"sft": 0.1, "anneal": 0.3, "grpo": 0.6}[path.split("/")[-2]]
+        return {"n": n, "success": ok, "ci_low": 0.0, "ci_high": 1.0}
+
+    monkeypatch.setattr(sv, "run_sft", fake_sft)
+    monkeypatch.setattr(sv, "run_grpo", fake_grpo)
+    monkeypatch.setattr(sv, "held_out", fake_held_out)
+    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+    argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "2",
+            "--out", str(tmp_path), "--json", str(tmp_path / "r.json"),
+            "--sft-set", "sft.batch_size=4", "sft.stop_accuracy=0.3", "robot.cubes=2",
+            "--anneal-set", "sft.steps=9", "sft.lr_schedule=linear"]  # fmt: skip
+    assert sv.main(argv) == 0
+    root = str(tmp_path / "seed_2")
+    (_, sft), (_, anneal), (_, grpo) = calls
+    assert (sft.model.path, anneal.model.path, grpo.model.path) == (
+        root + "/model", root + "/sft/final", root + "/anneal/final")  # fmt: skip
+    assert anneal.robot.cubes == 2 and anneal.sft.batch_size == 4  # SFT's overrides
+    assert (anneal.sft.steps, anneal.sft.lr_schedule, anneal.sft.stop_accuracy) == (9, "linear", 0)
+    assert anneal.task.train_seed_offset == sft.task.train_seed_offset + 5 * 4  # after SFT's
+    row = json.loads((tmp_path / "r.json").read_text())["rows"][0]
+    assert row["sft_before_anneal"]["success"] == 0.1 and row["anneal_steps"] == 5
+    assert row["sft"]["success"] == 0.3 and row["grpo"]["success"] == 0.6
 
 
 def test_sft_vs_grpo_table_pairs_each_seed_with_its_own_control(tmp_path):
