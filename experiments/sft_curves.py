@@ -33,7 +33,7 @@ ZOOM_KEYS = ("zoom_has_target", "acc_given_target_zoom", "invalid_action_rate")
 """Zoom-world monitor metrics kept when present (the zoom experiment's pilots)."""
 
 
-SFT_KEYS = ("steps", "batch_size", "lr", "num_demos")
+SFT_KEYS = ("steps", "batch_size", "lr", "lr_schedule", "num_demos")
 GRPO_KEYS = ("steps", "prompts_per_step", "group_size", "lr", "temperature", "mask_truncated")
 HELDOUT_KEYS = ("n", "success_rate", "success_ci_low", "success_ci_high", "format_rate")
 
@@ -66,7 +66,9 @@ def summarize(run_dir: Path, eval_dir: Path | None = None) -> dict[str, Any]:
         "tools": {k: (cfg.get("tools") or {}).get(k) for k in ("enabled", "trace")},
         "start": (cfg.get("model") or {}).get("path"),
         "phase": phase,
-        phase: {k: cfg[phase][k] for k in (SFT_KEYS if phase == "sft" else GRPO_KEYS)},
+        phase: {  # a key absent from an older run's config is left out
+            k: cfg[phase][k] for k in (SFT_KEYS if phase == "sft" else GRPO_KEYS) if k in cfg[phase]
+        },
         "steps_run": max(int(r["step"]) for r in rows),
         "val": [
             {
