@@ -71,16 +71,25 @@ def merge(sources: list[str], control: str | None) -> dict[str, Any]:
 
 
 def table(merged: dict[str, Any]) -> str:
-    """The markdown table: seed, SFT steps, SFT, GRPO, gain, control, control gain (%)."""
+    """The markdown table: seed, SFT steps, SFT, GRPO, gain, control, control gain (%). Rows
+    with an anneal stage (``--anneal-set``) add its steps and SFT's score before it."""
+    annealed = any("sft_before_anneal" in r for r in merged["rows"])
+    before = "| before the decay " if annealed else ""
     lines = [
-        "| seed | SFT steps | after SFT | after SFT + GRPO | GRPO gain | control | control gain |",
-        "|---:|---:|---|---|---:|---|---:|",
+        f"| seed | SFT steps {before}| after SFT | after SFT + GRPO | GRPO gain | control "
+        "| control gain |",
+        "|---:|---:|" + ("---|" if annealed else "") + "---|---|---:|---|---:|",
     ]
     for r in merged["rows"]:
         ctl = r.get("control")
         ctl_gain = f"{100 * r['control_gain']:+.1f}" if ctl else "–"
+        steps = f"{r['sft_steps']:,}"
+        if "anneal_steps" in r:
+            steps += f" + {r['anneal_steps']:,} decaying"
+        if annealed:
+            steps += f" | {pct_ci(r['sft_before_anneal']) if 'sft_before_anneal' in r else '–'}"
         lines.append(
-            f"| {r['seed']} | {r['sft_steps']:,} | {pct_ci(r['sft'])} | {pct_ci(r['grpo'])} "
+            f"| {r['seed']} | {steps} | {pct_ci(r['sft'])} | {pct_ci(r['grpo'])} "
             f"| {100 * r['gain']:+.1f} | {pct_ci(ctl) if ctl else 'not run'} "
             f"| {ctl_gain} |"
         )

@@ -322,3 +322,19 @@ def test_sft_vs_grpo_table_pairs_each_seed_with_its_own_control(tmp_path):
     assert abs(grown["rows"][3]["control_gain"] - 0.1) < 1e-9
     assert grown["source_commands"] == ["a.json", "b.json", "d.json"]
     assert grown["sources"] == [a, b, str(tmp_path / "d.json")]
+
+
+def test_sft_vs_grpo_table_shows_an_anneal_stage():
+    """Rows from ``--anneal-set`` runs: the decaying steps after SFT's and SFT's score before
+    the decay get their own cells; the after-SFT column is the annealed score."""
+    from experiments.sft_vs_grpo_table import table
+
+    def score(p):
+        return {"n": 200, "success": p, "ci_low": p - 0.05, "ci_high": p + 0.05}
+
+    row = {"seed": 1, "sft_steps": 1400, "anneal_steps": 300, "sft_before_anneal": score(0.345),
+           "sft": score(0.565), "grpo": score(0.6), "gain": 0.035}  # fmt: skip
+    text = table({"rows": [row]})
+    assert "| seed | SFT steps | before the decay | after SFT |" in text
+    assert "| 1 | 1,400 + 300 decaying | 34.5 [29.5, 39.5] | 56.5 [51.5, 61.5] | 60.0" in text
+    assert text.splitlines()[1].count("|") == text.splitlines()[2].count("|")
