@@ -407,7 +407,7 @@ def run_benchmark(argv: list[str] | None = None) -> dict[str, Any]:
 def worker_main(job_path: str) -> int:
     """Entry of a worker process: run one system once and write its result JSON."""
     from vlagent.io import atomic_write_json
-    from vlagent.train.common import quiet_transformers
+    from vlagent.models.loading import quiet_transformers
 
     quiet_transformers()
     job = json.loads(Path(job_path).read_text())

@@ -31,7 +31,7 @@ def profile(args: argparse.Namespace) -> dict[str, Any]:
 
     from bench import ours
     from bench.grpo_vs_trl import preset_ours_job
-    from vlagent.train.common import quiet_transformers
+    from vlagent.models.loading import quiet_transformers
 
     quiet_transformers()
     job_dict, sft = preset_ours_job(

@@ -279,7 +279,7 @@ def start_experiment(args: argparse.Namespace, make_suites: Any) -> tuple[dict, 
     Returns ``(train, heldout)`` suite mappings."""
     import torch
 
-    from vlagent.train.common import quiet_transformers
+    from vlagent.models.loading import quiet_transformers
     from vlagent.worlds.apps_tasks import write_suite
 
     logging.basicConfig(

@@ -29,8 +29,7 @@ from experiments.algos import sft_start
 from vlagent.config import RECIPES_DIR, load_config
 from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_write_json
-from vlagent.models.loading import load_policy
-from vlagent.train.common import quiet_transformers
+from vlagent.models.loading import load_policy, quiet_transformers
 from vlagent.train.grpo import run_grpo
 from vlagent.worlds import make_world
 

@@ -31,8 +31,8 @@ from typing import Any
 from vlagent.config import RECIPES_DIR, load_config
 from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_write_json
-from vlagent.models.loading import load_policy
-from vlagent.train.common import ensure_model, quiet_transformers
+from vlagent.models.loading import load_policy, quiet_transformers
+from vlagent.train.common import ensure_model
 from vlagent.train.grpo import run_grpo
 from vlagent.train.sft import run_sft
 from vlagent.worlds import make_world

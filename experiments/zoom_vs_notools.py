@@ -467,7 +467,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     import torch
 
-    from vlagent.train.common import quiet_transformers
+    from vlagent.models.loading import quiet_transformers
 
     quiet_transformers()
     torch.set_num_threads(args.threads)

@@ -99,7 +99,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``vlagent eval``: one config, named suites, or a comparison (``vlagent/eval/command.py``)."""
     from vlagent.eval.command import eval_command
-    from vlagent.train.common import quiet_transformers
+    from vlagent.models.loading import quiet_transformers
 
     quiet_transformers()
     return eval_command(args)
@@ -125,8 +125,8 @@ def cmd_make_standins(args: argparse.Namespace) -> int:
 
 
 def cmd_build_tiny(args: argparse.Namespace) -> int:
+    from vlagent.models.loading import quiet_transformers
     from vlagent.models.tiny import build_tiny_model
-    from vlagent.train.common import quiet_transformers
 
     quiet_transformers()
     path = build_tiny_model(args.dir, family=args.family, seed=args.seed)

@@ -29,8 +29,8 @@ from vlagent.config import GRPOConfig, ModelConfig, SFTConfig, TaskConfig, Train
 from vlagent.errors import ConfigError
 from vlagent.eval.evaluate import evaluate as evaluate_world
 from vlagent.io import atomic_write_json, atomic_write_text
-from vlagent.models.loading import load_policy
-from vlagent.train.common import ensure_model, quiet_transformers, setup_threads
+from vlagent.models.loading import load_policy, quiet_transformers
+from vlagent.train.common import ensure_model, setup_threads
 from vlagent.train.grpo import GRPOResult, run_grpo
 from vlagent.train.sft import SFTResult, run_sft
 from vlagent.viz import plot_accuracy

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from vlagent.train.common import quiet_transformers
+from vlagent.models.loading import quiet_transformers
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlagent.train.common import quiet_transformers
+from vlagent.models.loading import quiet_transformers
 
 
 @pytest.fixture(scope="session", autouse=True)

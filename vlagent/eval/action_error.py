@@ -153,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: load the run's config and a checkpoint, write the per-slot errors as JSON."""
     from vlagent.config import load_config
     from vlagent.io import atomic_write_json
-    from vlagent.models.loading import load_policy
-    from vlagent.train.common import quiet_transformers
+    from vlagent.models.loading import load_policy, quiet_transformers
     from vlagent.worlds import make_world
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -55,6 +55,14 @@ class Policy:
         return int(ip.patch_size) * int(ip.merge_size)
 
 
+def quiet_transformers() -> None:
+    """Silence transformers' per-call progress bars and advisory warnings in training and eval loops."""
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
 def family_of(model_type: str) -> Family:
     """Map a config ``model_type`` to a supported family, or raise a ``ModelError``."""
     if model_type in FAMILIES:

@@ -17,7 +17,7 @@ from vlagent.config import ModelConfig, TrainConfig
 from vlagent.errors import ConfigError
 from vlagent.eval.evaluate import evaluate
 from vlagent.io import atomic_dir
-from vlagent.models.loading import Policy, load_policy
+from vlagent.models.loading import Policy, load_policy, quiet_transformers
 from vlagent.train.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint
 from vlagent.train.outputs import MetricsLogger, check_report_to, prepare_run_dir
 from vlagent.train.parallel import (
@@ -31,14 +31,6 @@ from vlagent.train.parallel import (
 from vlagent.worlds import World, make_world
 
 log = logging.getLogger(__name__)
-
-
-def quiet_transformers() -> None:
-    """Silence transformers' per-call progress bars and advisory warnings in training loops."""
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
 
 
 def ensure_model(cfg: ModelConfig) -> str:

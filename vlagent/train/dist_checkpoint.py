@@ -100,9 +100,20 @@ def load_full_optimizer(model: torch.nn.Module, opt: torch.optim.Optimizer, save
         )
     state = {names[int(i)]: v for i, v in saved["state"].items()}
     groups = [{**g, "params": [names[int(i)] for i in g["params"]]} for g in saved["param_groups"]]
+    # torch's loader only maps the keys the live groups already have; a key an LR scheduler
+    # added to the saved groups (LambdaLR's ``initial_lr``) is set after, not dropped.
+    extra = [
+        {k: v for k, v in g.items() if k not in live}
+        for g, live in zip(groups, opt.param_groups, strict=True)
+    ]
+    for g, more in zip(groups, extra, strict=True):
+        for k in more:
+            del g[k]
     set_optimizer_state_dict(
         model,
         opt,
         {"state": state, "param_groups": groups},
         options=StateDictOptions(full_state_dict=True),
     )
+    for live, more in zip(opt.param_groups, extra, strict=True):
+        live.update(more)
