@@ -44,8 +44,17 @@ class ActionChunk(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[str, Any], 
         obs: Any = None
         info: dict[str, Any] = {}
         terminated = truncated = False
+        # an inner env that can step without rendering (``RobotEnv.advance``) renders only the
+        # frame this chunk returns, not k - 1 frames nobody reads
+        advance = getattr(self.env, "advance", None)
+        observe = getattr(self.env, "observation", None)
+        blind = callable(advance) and callable(observe)
         for j, row in enumerate(rows):
-            obs, _, terminated, truncated, info = self.env.step(row)
+            if blind and j < len(rows) - 1:
+                _, terminated, truncated, info = advance(row)  # type: ignore[misc]
+                obs = None
+            else:
+                obs, _, terminated, truncated, info = self.env.step(row)
             steps_run += 1
             for name, value in info.get("reward_terms", {}).items():
                 terms[name] = terms.get(name, 0.0) + float(value)
@@ -54,6 +63,8 @@ class ActionChunk(gymnasium.Wrapper[dict[str, Any], np.ndarray, dict[str, Any], 
                 reason = chunk_reason or f"row {j}: {info.get('invalid_reason', '')}"
             if terminated or truncated:
                 break
+        if obs is None:  # the chunk ended on a row stepped without rendering
+            obs = observe()  # type: ignore[misc]
         info = dict(info)
         info.update(
             reward_terms=terms, invalid_action=invalid, invalid_reason=reason, steps_run=steps_run

@@ -61,8 +61,11 @@ def test_the_chunk_stops_at_success() -> None:
     chunk = ActionChunk(chunked.env, 8)
     padded = np.zeros((8, 4), np.float32)
     padded[:needed] = rows
-    _, reward, terminated, truncated, info = chunk.step(padded)
+    c_obs, reward, terminated, truncated, info = chunk.step(padded)
     assert terminated and not truncated and info["success"] is True
+    # the rows before the last run unrendered (``RobotEnv.advance``): the frame of the row
+    # that ended the chunk is still the one returned
+    assert np.array_equal(c_obs["image"], obs["image"])
     assert info["steps_run"] == needed == info["steps"]
     assert info["reward_terms"]["success"] == 1.0 and reward > 1.0  # plus distance progress
 

@@ -156,8 +156,7 @@ class ScriptedDemonstrator:
                 continue
             # every act() reads privileged state or the file, never its argument: no render here
             chunk.append(act(obs))
-            step = u.step(bins.centres(bins.to_bins(np.asarray(chunk[-1]))))  # as the env sees it
-            ended = bool(step[2] or step[3])
+            ended = _step_unseen(u, bins.centres(bins.to_bins(np.asarray(chunk[-1]))))
         if ended:  # the episode ends with this turn: release the twin's simulator now
             env.close()
             del self._twins[key]
@@ -173,6 +172,18 @@ class ScriptedDemonstrator:
         for env, _ in self._twins.values():
             env.close()
         self._twins.clear()
+
+
+def _step_unseen(env: Any, action: np.ndarray) -> bool:
+    """Step the twin ``env`` with ``action`` (as the episode's env sees it); whether the
+    episode ended. Nobody reads the twin's frames: an env that can skip rendering
+    (``RobotEnv.advance``) does."""
+    advance = getattr(env, "advance", None)
+    if callable(advance):
+        _, terminated, truncated, _ = advance(action)
+    else:
+        _, _, terminated, truncated, _ = env.step(action)
+    return bool(terminated or truncated)
 
 
 def is_replay(env: Any) -> bool:

@@ -56,6 +56,31 @@ def test_scripted_demonstrations_succeed_through_the_codec(policy, style, chunk)
     assert world.summarize(trajs)["success/reach"] == 1.0
 
 
+def test_demonstrations_render_only_the_frames_the_prompts_show(policy, monkeypatch) -> None:
+    """A chunk of 4 renders one frame per turn, and the demonstrator's twin env renders only
+    at its reset: rendering is most of a step's cost, and before ``RobotEnv.advance`` a
+    chunk-4 SFT batch drew 8 frames per turn and used 1."""
+    from sim.robot.render import OffscreenRenderer
+
+    calls = {"n": 0}
+    real = OffscreenRenderer.render
+
+    def counted(self, *a, **kw):
+        calls["n"] += 1
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(OffscreenRenderer, "render", counted)
+    world = _world(policy, "robot.action_style=padded", "robot.chunk=4", "robot.task=push")
+    trajs = _demo(world, "demo", 3)
+    assert all(t.success for t in trajs), [t.status for t in trajs]
+    turns = sum(len(t.turns) for t in trajs)
+    shown = sum(len(t.extras["frames"]) for t in trajs)  # one per prompt: the resets and turns
+    # each episode: its own reset and one frame per turn (the last turn's frame ends the
+    # episode unshown), plus the twin env's reset
+    assert calls["n"] == turns + 2 * len(trajs), (calls["n"], turns, shown)
+    assert shown == turns
+
+
 class _Fixed:
     """Demonstrator writing one fixed reply every turn."""
 
