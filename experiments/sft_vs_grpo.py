@@ -120,6 +120,7 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     start = sft.final_dir
     if args.anneal_set:
         row["sft_before_anneal"] = held_out(start, sft_cfg, args.episodes)
+        log.info("seed %d SFT before the anneal: %.3f", seed, row["sft_before_anneal"]["success"])
         sft_cfg, anneal = _sft(args.sft_recipe, anneal_overrides(args, seed, sft_cfg, sft.steps),
                                start, root / "anneal")  # fmt: skip
         row["anneal_steps"] = anneal.steps
