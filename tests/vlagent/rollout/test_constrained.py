@@ -147,3 +147,56 @@ def test_constrained_needs_a_fixed_width_style():
         RECIPES_DIR / "robot_sft.yaml", ["robot.constrained=true", "robot.action_style=padded"]
     )
     assert cfg.robot.constrained
+
+
+def _count_calls(model):
+    calls = []
+    handle = model.register_forward_pre_hook(lambda m, a, kw: calls.append(1), with_kwargs=True)
+    return calls, handle
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_jump_forward_same_replies_fewer_model_calls(policy, greedy):
+    """Forced ids (the three separators, the final eos of a 4-number padded action) are
+    appended without a model call: 1 prefill + 11 decode calls instead of 1 + 15, and the
+    same tokens, log-probs and generator draws as deciding them one step at a time."""
+    from vlagent.rollout.prefix import sample_with_prefix
+    from vlagent.rollout.rows import batch_prompts
+
+    segs = _segments(policy, group=3, n=2)
+    prompts = batch_prompts([segs[0].prompt, segs[3].prompt], policy.tokenizer.pad_token_id)
+    kw = dict(
+        group_size=3, max_new_tokens=24, temperature=1.5, greedy=greedy,
+        forbidden=forbidden_token_ids(policy.tokenizer), eos=[policy.tokenizer.eos_token_id],
+        pad_id=policy.tokenizer.pad_token_id, seed=3, grammar=policy.grammar,
+    )  # fmt: skip
+    got = {}
+    for jump in (False, True):
+        calls, handle = _count_calls(policy.model)
+        try:
+            got[jump] = (
+                *sample_with_prefix(policy.model, prompts, jump_forced=jump, **kw),
+                len(calls),
+            )
+        finally:
+            handle.remove()
+    (ids0, lp0, calls0), (ids1, lp1, calls1) = got[False], got[True]
+    assert (calls0, calls1) == (16, 12)
+    assert ids1.shape == (6, 16) and torch.equal(ids0, ids1)
+    assert torch.allclose(lp0, lp1, atol=1e-5)
+    for row in ids1.tolist():
+        assert not CODEC.parse(policy.tokenizer.decode(row[:-1])).invalid
+
+
+def test_forced_runs_by_hand():
+    """States 0 → (5 | 6) → 1 → 7 → 2 → 8 (eos) → 3 → 8 …: from state 1 the forced run is
+    [7] then state 2 has a choice... built so each branch is checked."""
+    from vlagent.models.grammar import TokenGrammar
+
+    # 0: choice {5, 6} → 1; 1: forced 7 → 2; 2: forced 9 → 3; 3: forced eos 8 → 4; 4: eos 8 → 4
+    g = TokenGrammar([[5, 6], [7], [9], [8], [8]], [{5: 1, 6: 1}, {7: 2}, {9: 3}, {8: 4}, {8: 4}])
+    assert g.forced_runs([1], 10, {8}) == ([[7, 9, 8]], [4])  # stops after eos
+    assert g.forced_runs([1, 2], 10, {8}) == ([[7, 9], [9, 8]], [3, 4])  # the shortest run
+    assert g.forced_runs([1], 2, {8}) == ([[7, 9]], [3])  # the limit
+    assert g.forced_runs([1, 0], 10, {8}) == ([[], []], [1, 0])  # a row with a choice
+    assert g.forced_runs([], 10, {8}) == ([], [])
