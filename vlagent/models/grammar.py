@@ -4,14 +4,12 @@
 codec, ``codec/action_grammar.py`` builds it): the sampler masks every id the current state does
 not accept (:meth:`TokenGrammar.restrict_`), and the learner scores each token under that same
 restricted distribution (``rollout/grammar_head.py``) from the teacher-forced states
-(:meth:`TokenGrammar.states`). Where a state accepts one id the sampler does not ask the model:
-it appends the forced ids (:meth:`TokenGrammar.forced_runs`) and feeds them with the next model
-call ("jump-forward" decoding).
+(:meth:`TokenGrammar.states`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -47,8 +45,6 @@ class TokenGrammar:
             member[s, [col[i] for i in ids]] = True
         self.member = member  # [S, K]: state s accepts union[k]
         self._union_t = torch.tensor(self.union, dtype=torch.long)
-        # the one id a state accepts, or None where the sampler has a choice
-        self.forced = [ids[0] if len(ids) == 1 else None for ids in self.allowed]
 
     @property
     def n_states(self) -> int:
@@ -70,40 +66,6 @@ class TokenGrammar:
                 )
             out.append(nxt)
         return torch.tensor(out, dtype=torch.long, device=states.device)
-
-    def forced_runs(
-        self, states: Sequence[int], limit: int, stop: Collection[int]
-    ) -> tuple[list[list[int]], list[int]]:
-        """The ids every row must emit next, with no choice, and the states after them.
-
-        From each of ``states`` the automaton is walked while the state accepts exactly one id;
-        a row's run ends after an id in ``stop`` (eos: nothing follows it). All rows get the
-        same length k: the shortest run, at most ``limit``.
-
-        Returns:
-            (k forced ids per row, each row's state after them); k = 0 when some row has a
-            choice now.
-        """
-        runs: list[list[int]] = []
-        for s in states:
-            run: list[int] = []
-            while len(run) < limit:
-                t = self.forced[s]
-                if t is None:
-                    break
-                run.append(t)
-                s = self.step[s][t]
-                if t in stop:
-                    break
-            runs.append(run)
-            limit = min(limit, len(run))
-        k = min((len(r) for r in runs), default=0)
-        after = []
-        for s, run in zip(states, runs, strict=True):
-            for t in run[:k]:
-                s = self.step[s][t]
-            after.append(s)
-        return [r[:k] for r in runs], after
 
     def states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Teacher-forced states [n, T] long: the state in which each token of ``ids`` [n, T]

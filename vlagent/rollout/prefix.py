@@ -153,7 +153,6 @@ def sample_with_prefix(
     seed: int | None,
     keys: Sequence[object] | None = None,
     grammar: TokenGrammar | None = None,
-    jump_forced: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode G completions for each of B prompts with one prefill per prompt.
 
@@ -166,11 +165,6 @@ def sample_with_prefix(
         grammar: constrained decoding: each step samples only the ids the row's automaton
             state accepts (``codec/action_grammar.py``); the log-probs are then under that
             renormalized distribution.
-        jump_forced: with a grammar, ids that every live row's state forces (separators, the
-            final eos) are appended without asking the model and fed together with the
-            sampled token before them, one model call for 1 + k tokens. Same tokens, same
-            log-probs (0) and the same draws from ``seed``'s generator as deciding them one
-            step at a time (False); fewer decode passes (a quarter, for padded actions).
     Returns:
         (completion ids [B·G, T] with ``pad_id`` after eos, log-probs [B·G, T] of the sampled
         tokens under softmax(masked logits / temperature); T ≤ max_new_tokens).
@@ -200,8 +194,8 @@ def sample_with_prefix(
     done = torch.zeros(n, dtype=torch.bool, device=device)
     state = None if grammar is None else torch.full((n,), grammar.start, device=device)
     union = None if grammar is None else grammar.union_ids(device)
-    t = 0  # tokens written per row
-    while True:
+    steps = 0
+    for t in range(max_new_tokens):
         if grammar is not None and state is not None and union is not None:
             # only the K accepted ids can be drawn: work on [N, K], never on [N, V]
             scores = logits[:, union].float()
@@ -224,65 +218,25 @@ def sample_with_prefix(
         ids[:, t] = tok
         logps[:, t] = torch.where(done, 0.0, logp)
         done |= torch.isin(tok, eos_t)
-        t += 1
-        fed = tok[:, None]  # [N, 1 + k]: this token and the k forced ones after it
-        if grammar is not None and state is not None and jump_forced and not bool(done.all()):
-            k = _append_forced(grammar, ids, state, done, t, max_new_tokens - t, eos, pad_id)
-            if k:
-                fed = ids[:, t - 1 : t + k]  # log-prob 0: the constrained sampler had no choice
-                done |= torch.isin(ids[:, t : t + k], eos_t).any(-1)
-                if not greedy:  # the draws the step-by-step sampler spends on them
-                    for _ in range(k):
-                        skip_draws(n, gen, device)
-                t += k
-        if bool(done.all()) or t == max_new_tokens:
+        steps = t + 1
+        if bool(done.all()) or t + 1 == max_new_tokens:
             break
         attention = torch.cat(
-            [attention, torch.ones(n, fed.shape[1], dtype=attention.dtype, device=device)], dim=1
+            [attention, torch.ones(n, 1, dtype=attention.dtype, device=device)], dim=1
         )
         out = model(
-            input_ids=fed,
+            input_ids=tok[:, None],
             cache=cache,
             attention_mask=attention,
-            position_ids=text_positions(attention, deltas, fed.shape[1]),
+            position_ids=text_positions(attention, deltas, 1),
             use_cache=True,
-            logits_to_keep=1,
         )
         logits = out.logits[:, -1, :]
-    return ids[:, :t], logps[:, :t]
-
-
-def _append_forced(
-    grammar: TokenGrammar,
-    ids: torch.Tensor,
-    state: torch.Tensor,
-    done: torch.Tensor,
-    t: int,
-    limit: int,
-    eos: Sequence[int],
-    pad_id: int,
-) -> int:
-    """Write the ids every live row is forced to emit next into ``ids`` [N, T] from column
-    ``t`` (done rows get ``pad_id``), advance ``state`` [N] past them; return their number k
-    (0: some live row has a choice now)."""
-    live = (~done).nonzero().squeeze(-1)
-    runs, after = grammar.forced_runs(state[live].tolist(), limit, set(eos))
-    k = len(runs[0]) if runs else 0
-    if k:
-        ids[:, t : t + k] = pad_id
-        ids[live, t : t + k] = torch.tensor(runs, dtype=ids.dtype, device=ids.device)
-        state[live] = torch.tensor(after, dtype=state.dtype, device=state.device)
-    return k
+    return ids[:, :steps], logps[:, :steps]
 
 
 SAMPLER_BLOCK = 128
 """Vocabulary entries per block of :func:`sample_scores`' two-level inverse CDF."""
-
-
-def skip_draws(n: int, gen: torch.Generator, device: torch.device) -> None:
-    """Spend the uniforms :func:`sample_scores` draws for ``n`` rows in one step, so a step
-    decided without sampling leaves ``gen`` where sampling it would have."""
-    torch.rand(n, 2, generator=gen, dtype=torch.float64, device=device)
 
 
 def sample_scores(
