@@ -10,9 +10,9 @@ The recipes' multi-process wiring (``vlagent/train/parallel.py``), end to end th
 - GRPO: each rank rolls out half of each step's groups (8 episodes a step, not 16 or 4); the
   exported model and the checkpoint's Hugging Face folder equal the sharded state in ``dcp/``;
   the update moved the weights.
-- Checkpoints resume across process counts: a 2-process checkpoint continues in one process,
-  and a 1-process one in two processes — there equal to one process continuing (Adam's moments
-  must come back for step 4 to match).
+- Checkpoints resume across process counts: a 2-process checkpoint continues in one process
+  with its decaying learning rate where it was, and a 1-process one in two processes — there
+  equal to one process continuing (Adam's moments must come back for step 4 to match).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from safetensors.torch import load_file
 
 from vlagent.config import load_config
 from vlagent.models.loading import load_policy
+from vlagent.train.checkpoint import checkpoint_root
 from vlagent.train.dist_checkpoint import load_distributed
 from vlagent.train.grpo import run_grpo
 from vlagent.train.outputs import read_metrics
@@ -99,26 +100,31 @@ def test_one_process_checkpoint_resumes_in_two(sft_runs):
 
 @pytest.fixture(scope="module")
 def grpo_run(tmp_path_factory, sft_dir, torchrun2):
-    """GRPO for 2 steps in 2 processes from the SFT'd tiny model, then step 3 in one."""
+    """GRPO for 3 steps in 2 processes from the SFT'd tiny model, the rate decaying linearly
+    (``two``); then a copy cut back to its step-2 (sharded) checkpoint, as a run killed there
+    leaves it, continues step 3 in one process (``resumed``)."""
     out = tmp_path_factory.mktemp("torchrun_grpo")
-    base = [f"model.path={sft_dir}", *COMMON, *GRPO, f"run.out_dir={out}"]
-    torchrun2([*TRAIN, *base, "grpo.steps=2"])
-    final2 = out / "final_after_two"
-    shutil.copytree(out / "final", final2)
-    run_grpo(load_config(None, [*base, "grpo.steps=3"]))
+    base = [f"model.path={sft_dir}", *COMMON, *GRPO, "grpo.lr_schedule=linear", "grpo.steps=3"]
+    torchrun2([*TRAIN, *base, f"run.out_dir={out / 'two'}"])
+    shutil.copytree(out / "two", out / "resumed")
+    root = checkpoint_root(out / "resumed", "grpo")
+    shutil.rmtree(root / "step_000003")
+    (root / "latest").write_text("step_000002")
+    run_grpo(load_config(None, [*base, f"run.out_dir={out / 'resumed'}"]))
     return out
 
 
 def test_grpo_ranks_split_groups_and_export_the_trained_weights(grpo_run, sft_dir):
-    rows = read_metrics(grpo_run / "metrics.jsonl", "grpo")
+    two = grpo_run / "two"
+    rows = read_metrics(two / "metrics.jsonl", "grpo")
     assert [r["step"] for r in rows] == [1, 2, 3]
-    for r in rows[:2]:
+    for r in rows:
         assert r["episodes"] == 8.0 and r["sampled"] == 8.0  # 2 prompts × 4, split over ranks
     assert rows[1]["samples_total"] == 16.0
     assert "val/success_rate" in rows[1]
-    exported = weights(grpo_run / "final_after_two")
+    exported = weights(two / "final")
     assert max_diff(exported, weights(sft_dir)) > 1e-4  # the update moved the weights
-    ckpt = grpo_run / "checkpoints" / "grpo" / "step_000002"
+    ckpt = two / "checkpoints" / "grpo" / "step_000003"
     assert max_diff(exported, weights(ckpt)) == 0.0
     policy = load_policy(str(ckpt))
     opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad])
@@ -126,6 +132,21 @@ def test_grpo_ranks_split_groups_and_export_the_trained_weights(grpo_run, sft_di
     sharded = {k: v.detach() for k, v in policy.model.state_dict().items()}
     assert max_diff({k: sharded[k] for k in exported}, exported) < 1e-7
     assert len(opt.state) > 0  # Adam's moments came back
+
+
+def test_a_sharded_checkpoint_resumes_the_decaying_rate_in_one_process(grpo_run):
+    """The scheduler's state travels with a sharded checkpoint: the resumed step 3 logs the
+    rate the uninterrupted run logged (0 after the last of 3 linear steps; without the
+    scheduler in the sharded checkpoint it logged 2.2e-4)."""
+    two = read_metrics(grpo_run / "two" / "metrics.jsonl", "grpo")
+    resumed = read_metrics(grpo_run / "resumed" / "metrics.jsonl", "grpo")
+    assert [r["step"] for r in resumed] == [1, 2, 3]
+    lrs = [r["lr"] for r in two]
+    assert len({round(x, 12) for x in lrs}) == 3  # it does decay
+    assert [r["lr"] for r in resumed] == pytest.approx(lrs, abs=1e-12)
+    ckpt = grpo_run / "resumed" / "checkpoints" / "grpo" / "step_000002"
+    state = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+    assert state["optimizer"] is None and state["scheduler"]["last_epoch"] == 2
 
 
 def test_refusals_name_the_setting(tiny_dir):
