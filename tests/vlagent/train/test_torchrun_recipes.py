@@ -25,9 +25,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.run_cut import copy_cut_back
 from vlagent.config import load_config
 from vlagent.models.loading import load_policy
-from vlagent.train.checkpoint import checkpoint_root
 from vlagent.train.dist_checkpoint import load_distributed
 from vlagent.train.grpo import run_grpo
 from vlagent.train.outputs import read_metrics
@@ -106,10 +106,7 @@ def grpo_run(tmp_path_factory, sft_dir, torchrun2):
     out = tmp_path_factory.mktemp("torchrun_grpo")
     base = [f"model.path={sft_dir}", *COMMON, *GRPO, "grpo.lr_schedule=linear", "grpo.steps=3"]
     torchrun2([*TRAIN, *base, f"run.out_dir={out / 'two'}"])
-    shutil.copytree(out / "two", out / "resumed")
-    root = checkpoint_root(out / "resumed", "grpo")
-    shutil.rmtree(root / "step_000003")
-    (root / "latest").write_text("step_000002")
+    copy_cut_back(out / "two", out / "resumed", "grpo", 2)
     run_grpo(load_config(None, [*base, f"run.out_dir={out / 'resumed'}"]))
     return out
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.run_cut import copy_cut_back
 from vlagent.config import load_config
 from vlagent.models.loading import load_policy
 from vlagent.rollout.rows import build_rows
@@ -167,18 +168,6 @@ def test_resume_equals_uninterrupted(tmp_path, tiny_dir):
         assert torch.allclose(pa[k], pb[k], atol=1e-6), k
 
 
-def _cut_at_step_2(src, dst, phase):
-    """Copy a finished run's folder as its step-2 checkpoint left it (a run killed there)."""
-    import shutil
-
-    from vlagent.train.checkpoint import checkpoint_root
-
-    shutil.copytree(src, dst)
-    root = checkpoint_root(dst, phase)
-    shutil.rmtree(root / "step_000004")
-    (root / "latest").write_text("step_000002")
-
-
 def test_grpo_resume_continues_a_decaying_lr(tmp_path, sft_dir):
     """grpo.lr_schedule=linear, killed after step 2: the resumed steps use the decayed rates
     (a restored scheduler counter alone leaves the optimizer at the step-0 rate)."""
@@ -189,7 +178,7 @@ def test_grpo_resume_continues_a_decaying_lr(tmp_path, sft_dir):
         "grpo.max_new_tokens=32",
     ]
     straight = run_grpo(_grpo_cfg(tmp_path, sft_dir, "a", 4, extra))
-    _cut_at_step_2(tmp_path / "a", tmp_path / "b", "grpo")
+    copy_cut_back(tmp_path / "a", tmp_path / "b", "grpo", 2)
     resumed = run_grpo(_grpo_cfg(tmp_path, sft_dir, "b", 4, extra))
     # the logged rate is the scheduler's after the step; the weights show the rate it used
     pa = load_policy(straight.final_dir).model.state_dict()
@@ -255,7 +244,7 @@ def test_sft_lr_schedule_decays_and_resumes_where_it_was(tmp_path, tiny_dir):
     run_sft(_sft_cfg(tmp_path / "a", tiny_dir, *opts))
     lrs = [r["lr"] for r in read_metrics(tmp_path / "a" / "metrics.jsonl", "sft")]
     assert lrs == pytest.approx([1e-3, 7.5e-4, 5e-4, 2.5e-4])
-    _cut_at_step_2(tmp_path / "a", tmp_path / "b", "sft")
+    copy_cut_back(tmp_path / "a", tmp_path / "b", "sft", 2)
     run_sft(_sft_cfg(tmp_path / "b", tiny_dir, *opts))
     rows = read_metrics(tmp_path / "b" / "metrics.jsonl", "sft")
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
