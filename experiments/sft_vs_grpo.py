@@ -14,7 +14,9 @@ rates carry Wilson 95 % intervals; the JSON is rewritten (atomically) after ever
 
 Trailing ``key=value`` overrides apply to every stage; ``--warmup-set``, ``--sft-set`` and
 ``--grpo-set`` to one stage each (after the common ones); the anneal stage takes the SFT
-stage's and then ``--anneal-set``. Run from the repository root
+stage's and then ``--anneal-set``. ``--control-set`` adds the control after GRPO: SFT continued
+from GRPO's start (the SFT stage's overrides, then its own) on training tasks after every SFT
+stage's, scored on the same held-out tasks (the row's ``control``). Run from the repository root
 (``experiments`` is not an installed package).
 """
 
@@ -90,6 +92,23 @@ def anneal_overrides(
     ]
 
 
+def control_overrides(
+    args: argparse.Namespace, seed: int, last_cfg: Any, last_steps: int
+) -> list[str]:
+    """The control stage's overrides: the SFT stage's, then ``--control-set`` (its budget and
+    rate, e.g. ``sft.steps=300 sft.lr=1e-4``), on training tasks after every task the SFT
+    stages read (``last_cfg`` ran ``last_steps`` steps: SFT, or the anneal when there is one),
+    never stopped early: more SFT from GRPO's own start, for the same held-out tasks."""
+    fresh = last_cfg.task.train_seed_offset + last_steps * last_cfg.sft.batch_size
+    return [
+        *stage_overrides(args, seed, "sft"),
+        f"task.train_seed_offset={fresh}",
+        *args.control_set,
+        "sft.stop_accuracy=0",
+        "sft.plateau_patience=0",
+    ]
+
+
 def _sft(recipe: str, overrides: list[str], start: str, out: Path) -> tuple[Any, Any]:
     """One SFT stage from the checkpoint ``start`` into ``out``: (its config, its result)."""
     cfg = load_config(RECIPES_DIR / f"{recipe}.yaml", overrides)
@@ -117,14 +136,14 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
         start = warm.final_dir
     sft_cfg, sft = _sft(args.sft_recipe, stage_overrides(args, seed, "sft"), start, root / "sft")
     row["sft_steps"] = sft.steps
-    start = sft.final_dir
+    start, last_steps = sft.final_dir, sft.steps
     if args.anneal_set:
         row["sft_before_anneal"] = held_out(start, sft_cfg, args.episodes)
         log.info("seed %d SFT before the anneal: %.3f", seed, row["sft_before_anneal"]["success"])
         sft_cfg, anneal = _sft(args.sft_recipe, anneal_overrides(args, seed, sft_cfg, sft.steps),
                                start, root / "anneal")  # fmt: skip
         row["anneal_steps"] = anneal.steps
-        start = anneal.final_dir
+        start, last_steps = anneal.final_dir, anneal.steps
     row["sft"] = held_out(start, sft_cfg, args.episodes)
     log.info("seed %d SFT: %.3f", seed, row["sft"]["success"])
     grpo_cfg = load_config(
@@ -140,6 +159,12 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     row["grpo_steps"] = grpo.steps
     row["grpo"] = held_out(grpo.final_dir, grpo_cfg, args.episodes)
     log.info("seed %d GRPO: %.3f", seed, row["grpo"]["success"])
+    if args.control_set:
+        ctl_cfg, ctl = _sft(args.sft_recipe, control_overrides(args, seed, sft_cfg, last_steps),
+                            start, root / "control")  # fmt: skip
+        row["control_steps"] = ctl.steps
+        row["control"] = held_out(ctl.final_dir, ctl_cfg, args.episodes)
+        log.info("seed %d control: %.3f", seed, row["control"]["success"])
     return row
 
 
@@ -158,6 +183,9 @@ def parse_args(argv: list[str] | None = None, **defaults: Any) -> argparse.Names
                    help="an anneal stage after SFT (e.g. sft.steps=300 sft.lr_schedule=linear): "
                    "GRPO starts from it, and its score is the row's sft")  # fmt: skip
     p.add_argument("--grpo-set", nargs="*", default=[], help="GRPO-only overrides")
+    p.add_argument("--control-set", nargs="*", default=[],
+                   help="a control stage after GRPO: more SFT from GRPO's start on fresh tasks "
+                   "(e.g. sft.steps=300 sft.lr=1e-4), scored on the same held-out tasks")  # fmt: skip
     p.add_argument("overrides", nargs="*", help="key=value, applied to every stage")
     p.set_defaults(**defaults)
     return p.parse_args(argv)
@@ -175,6 +203,7 @@ def main(
     for s in args.seeds.split(","):
         rows.append(run_seed(int(s), args))
         gains = [r["grpo"]["success"] - r["sft"]["success"] for r in rows]
+        controls = [r["control"]["success"] - r["sft"]["success"] for r in rows if "control" in r]
         if args.json:
             atomic_write_json(
                 args.json,
@@ -187,12 +216,17 @@ def main(
                     "sft_set": args.sft_set,
                     "anneal_set": args.anneal_set,
                     "grpo_set": args.grpo_set,
+                    "control_set": args.control_set,
                     "rows": rows,
                     "mean_gain": statistics.fmean(gains),
+                    "mean_control_gain": statistics.fmean(controls) if controls else None,
                 },
             )
     for r in rows:
-        sys.stdout.write(f"seed {r['seed']}: SFT {pct_ci(r['sft'])} -> GRPO {pct_ci(r['grpo'])}\n")
+        ctl = f", control {pct_ci(r['control'])}" if "control" in r else ""
+        sys.stdout.write(
+            f"seed {r['seed']}: SFT {pct_ci(r['sft'])} -> GRPO {pct_ci(r['grpo'])}{ctl}\n"
+        )
     return 0
 
 

@@ -7,7 +7,8 @@ continued-SFT control into one JSON, and print the markdown table of ``docs/RESU
 
 ``--control`` is a folder template (``{seed}`` filled in) holding the ``eval_summary.json`` that
 ``vlagent eval --out`` wrote for the control's model on the same held-out tasks; a seed without
-one gets no control entry (said in the table). A source may also be a file this command wrote
+one gets the control its row already carries (``sft_vs_grpo --control-set`` runs it), or none
+(said in the table). A source may also be a file this command wrote
 before (to add seeds to a table whose run folders are gone): its rows keep the control and gain
 they carry unless the template finds a summary for that seed, and its own sources (files and
 commands) are carried over. Rates are fractions in the JSON and percentages in the table; gains
@@ -56,6 +57,7 @@ def merge(sources: list[str], control: str | None) -> dict[str, Any]:
             summary = Path(control.format(seed=seed)) / "eval_summary.json" if control else None
             if summary is not None and summary.exists():
                 row["control"] = _score(json.loads(summary.read_text()))
+            if "control" in row:  # the template's, or the driver's own (``--control-set``)
                 row["control_gain"] = row["control"]["success"] - row["sft"]["success"]
             rows[seed] = row
     ordered = [rows[s] for s in sorted(rows)]

@@ -261,6 +261,66 @@ def test_sft_vs_grpo_anneal_stage_sits_between_sft_and_grpo(tmp_path, monkeypatc
     row = json.loads((tmp_path / "r.json").read_text())["rows"][0]
     assert row["sft_before_anneal"]["success"] == 0.1 and row["anneal_steps"] == 5
     assert row["sft"]["success"] == 0.3 and row["grpo"]["success"] == 0.6
+    assert "control" not in row
+
+
+def test_sft_vs_grpo_control_stage_continues_sft_from_grpos_start(tmp_path, monkeypatch):
+    """--control-set: after GRPO, SFT continues from GRPO's own start (the anneal) with SFT's
+    overrides then its own (not the anneal's decay), on training tasks after the SFT's and the
+    anneal's, never stopped early, scored on the same held-out tasks as the row's control."""
+    from types import SimpleNamespace
+
+    import experiments.sft_vs_grpo as sv
+
+    calls: list[tuple[str, Any]] = []
+    steps = {"sft": 7, "anneal": 5, "control": 11}
+
+    def fake_sft(cfg):
+        calls.append(("sft", cfg))
+        name = cfg.run.out_dir.split("/")[-1]
+        return SimpleNamespace(steps=steps[name], final_dir=cfg.run.out_dir + "/final")
+
+    def fake_grpo(cfg):
+        calls.append(("grpo", cfg))
+        return SimpleNamespace(steps=3, final_dir=cfg.run.out_dir + "/final")
+
+    scored: list[tuple[str, int]] = []
+
+    def fake_held_out(path, cfg, n):
+        scored.append((path.split("/")[-2], n))
+        ok = {"sft": 0.1, "anneal": 0.3, "grpo": 0.6, "control": 0.4}[path.split("/")[-2]]
+        return {"n": n, "success": ok, "ci_low": 0.0, "ci_high": 1.0}
+
+    monkeypatch.setattr(sv, "run_sft", fake_sft)
+    monkeypatch.setattr(sv, "run_grpo", fake_grpo)
+    monkeypatch.setattr(sv, "held_out", fake_held_out)
+    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+    argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "2",
+            "--episodes", "9", "--out", str(tmp_path), "--json", str(tmp_path / "r.json"),
+            "--sft-set", "sft.batch_size=4", "sft.stop_accuracy=0.3", "robot.cubes=2",
+            "task.train_seed_offset=100", "--anneal-set", "sft.steps=5", "sft.lr_schedule=linear",
+            "--control-set", "sft.steps=11", "sft.lr=1e-4"]  # fmt: skip
+    assert sv.main(argv) == 0
+    root = str(tmp_path / "seed_2")
+    (_, sft), (_, anneal), (_, grpo), (_, ctl) = calls
+    assert (grpo.model.path, ctl.model.path) == (root + "/anneal/final", root + "/anneal/final")
+    assert ctl.run.out_dir == root + "/control"
+    assert ctl.robot.cubes == 2 and ctl.sft.batch_size == 4  # SFT's overrides
+    assert (ctl.sft.steps, ctl.sft.lr, ctl.sft.lr_schedule) == (11, 1e-4, "constant")
+    assert (ctl.sft.stop_accuracy, ctl.sft.plateau_patience) == (0, 0)
+    assert anneal.task.train_seed_offset == 100 + 7 * 4
+    assert ctl.task.train_seed_offset == 100 + 7 * 4 + 5 * 4  # after SFT's and the anneal's
+    assert scored == [("sft", 9), ("anneal", 9), ("grpo", 9), ("control", 9)]
+    rec = json.loads((tmp_path / "r.json").read_text())
+    row = rec["rows"][0]
+    assert row["control"]["success"] == 0.4 and row["control_steps"] == 11
+    assert abs(rec["mean_control_gain"] - 0.1) < 1e-9 and rec["control_set"][0] == "sft.steps=11"
+    # the table takes the row's own control when no --control template is given
+    from experiments.sft_vs_grpo_table import merge
+
+    merged = merge([str(tmp_path / "r.json")], None)
+    assert abs(merged["rows"][0]["control_gain"] - 0.1) < 1e-9
+    assert abs(merged["mean_control_gain"] - 0.1) < 1e-9
 
 
 def test_sft_vs_grpo_table_pairs_each_seed_with_its_own_control(tmp_path):
