@@ -169,6 +169,14 @@ def test_zoom_table_merges_the_arms_of_a_seed_across_files(tmp_path):
         table([zoom, write("z2.json", {"zoom": arm(0.1, 0.1)})])
 
 
+def _fake_stages(monkeypatch, sv, sft, grpo, held_out) -> None:
+    """Replace ``experiments.sft_vs_grpo``'s training, scoring and model building with fakes."""
+    monkeypatch.setattr(sv, "run_sft", sft)
+    monkeypatch.setattr(sv, "run_grpo", grpo)
+    monkeypatch.setattr(sv, "held_out", held_out)
+    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+
+
 def test_sft_vs_grpo_chains_warmup_sft_grpo_and_scores_both(tmp_path, monkeypatch):
     """Which checkpoint each stage starts from, which overrides reach which stage, and which
     checkpoints are scored: a one-line slip (GRPO from the warm-up, the SFT overrides in GRPO)
@@ -194,10 +202,7 @@ def test_sft_vs_grpo_chains_warmup_sft_grpo_and_scores_both(tmp_path, monkeypatc
         ok = 0.5 if path.endswith("grpo/final") else 0.2
         return {"n": n, "success": ok, "ci_low": 0.0, "ci_high": 1.0}
 
-    monkeypatch.setattr(sv, "run_sft", fake_sft)
-    monkeypatch.setattr(sv, "run_grpo", fake_grpo)
-    monkeypatch.setattr(sv, "held_out", fake_held_out)
-    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+    _fake_stages(monkeypatch, sv, fake_sft, fake_grpo, fake_held_out)
     out = tmp_path / "r.json"
     argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "4",
             "--episodes", "7", "--out", str(tmp_path), "--json", str(out),
@@ -242,10 +247,7 @@ def test_sft_vs_grpo_anneal_stage_sits_between_sft_and_grpo(tmp_path, monkeypatc
         ok = {"sft": 0.1, "anneal": 0.3, "grpo": 0.6}[path.split("/")[-2]]
         return {"n": n, "success": ok, "ci_low": 0.0, "ci_high": 1.0}
 
-    monkeypatch.setattr(sv, "run_sft", fake_sft)
-    monkeypatch.setattr(sv, "run_grpo", fake_grpo)
-    monkeypatch.setattr(sv, "held_out", fake_held_out)
-    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+    _fake_stages(monkeypatch, sv, fake_sft, fake_grpo, fake_held_out)
     argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "2",
             "--out", str(tmp_path), "--json", str(tmp_path / "r.json"),
             "--sft-set", "sft.batch_size=4", "sft.stop_accuracy=0.3", "robot.cubes=2",
@@ -291,10 +293,7 @@ def test_sft_vs_grpo_control_stage_continues_sft_from_grpos_start(tmp_path, monk
         ok = {"sft": 0.1, "anneal": 0.3, "grpo": 0.6, "control": 0.4}[path.split("/")[-2]]
         return {"n": n, "success": ok, "ci_low": 0.0, "ci_high": 1.0}
 
-    monkeypatch.setattr(sv, "run_sft", fake_sft)
-    monkeypatch.setattr(sv, "run_grpo", fake_grpo)
-    monkeypatch.setattr(sv, "held_out", fake_held_out)
-    monkeypatch.setattr(sv, "ensure_model", lambda cfg: cfg.path)
+    _fake_stages(monkeypatch, sv, fake_sft, fake_grpo, fake_held_out)
     argv = ["--sft-recipe", "robot_sft", "--grpo-recipe", "robot_grpo", "--seeds", "2",
             "--episodes", "9", "--out", str(tmp_path), "--json", str(tmp_path / "r.json"),
             "--sft-set", "sft.batch_size=4", "sft.stop_accuracy=0.3", "robot.cubes=2",
